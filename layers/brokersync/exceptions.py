@@ -1,0 +1,36 @@
+"""Errors the library raises; adapters translate client errors into these with ``raise ... from``.
+
+Each error says whether retrying the same call can help, so that callers (a relay loop,
+a Step Functions Retry policy at the edge) decide by type, never by message text.
+"""
+
+from __future__ import annotations
+
+
+class BrokerSyncError(Exception):
+    """Base of every error the library raises on purpose."""
+
+    retryable: bool = False
+
+
+class TopologyError(BrokerSyncError):
+    """The topology file is invalid. ``field`` names the first offending field as a dotted path."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"topology: {field}: {reason}")
+
+
+class RenderError(BrokerSyncError):
+    """A broker configuration cannot be rendered (bad base document, element Amazon MQ rejects)."""
+
+
+class NotAllowedByAmazonMQError(RenderError):
+    """The rendered or merged document holds an element or attribute Amazon MQ does not accept."""
+
+    def __init__(self, path: str, name: str, kind: str = "attribute") -> None:
+        self.path = path
+        self.name = name
+        self.kind = kind
+        super().__init__(f"Amazon MQ does not allow {kind} {name!r} at {path}")

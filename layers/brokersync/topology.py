@@ -1,0 +1,248 @@
+"""The one topology file: which two brokers are paired, which queues are synced, and how.
+
+Every other artefact (both broker configurations, the SAM parameters, the local world) is
+derived from this model, so it is strict: unknown fields are rejected rather than ignored,
+because a misspelt tuning key that silently falls back to a default is how a DR setup
+quietly stops protecting anything.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from brokersync.exceptions import TopologyError
+
+#: The queue on the primary that buffers consumed advisories until the relay drains them.
+CONSUMED_QUEUE = "BROKERSYNC.CONSUMED"
+#: The queue applications publish JSON receipts to when they cannot rely on advisories.
+RECEIPTS_QUEUE = "BROKERSYNC.RECEIPTS"
+#: ActiveMQ publishes a consumed advisory for queue Q on this topic + Q.
+CONSUMED_ADVISORY_PREFIX = "ActiveMQ.Advisory.MessageConsumed.Queue."
+#: Prefix of every network connector we render, so a merge can tell ours from the customer's.
+CONNECTOR_PREFIX = "brokersync-"
+
+Role = Literal["primary", "dr"]
+Mode = Literal["sync", "mirror"]
+SyncKey = Literal["correlation-id", "message-id"]
+
+# A plain physical queue name: no wildcards (`>` `*`), no composite separator (`,`), no blanks.
+_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*$")
+_BROKER_ID = re.compile(r"^b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_BROKER_ARN = re.compile(
+    r"^arn:aws[a-z-]*:mq:[a-z0-9-]+:\d{12}:broker:[A-Za-z0-9_-]{1,50}:"
+    r"b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+_OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()]+:\d{1,5}$")
+_STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()]+:\d{1,5}$")
+_RESERVED_PREFIXES = ("ActiveMQ.", "BROKERSYNC.")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Broker(_Strict):
+    """One Amazon MQ broker of the pair, as the topology names it."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,50}$")]
+    role: Role
+    broker_id: str = Field(description="Amazon MQ broker id (b-...) or broker ARN")
+    region: str | None = None
+    openwire: Annotated[list[str], Field(min_length=1, max_length=2)]
+    stomp: Annotated[list[str], Field(min_length=1, max_length=2)]
+    credentials_secret: Annotated[str, Field(min_length=1)]
+    crdr: bool = False
+
+    @field_validator("broker_id")
+    @classmethod
+    def _broker_id_or_arn(cls, value: str) -> str:
+        if _BROKER_ID.match(value) or _BROKER_ARN.match(value) or value.startswith("local-"):
+            return value
+        raise ValueError("must be an Amazon MQ broker id (b-<uuid>), a broker ARN, or local-<name>")
+
+    @field_validator("openwire")
+    @classmethod
+    def _openwire_uris(cls, value: list[str]) -> list[str]:
+        for uri in value:
+            if not _OPENWIRE.match(uri):
+                raise ValueError(f"{uri!r} is not an OpenWire endpoint like ssl://host:61617")
+        return value
+
+    @field_validator("stomp")
+    @classmethod
+    def _stomp_uris(cls, value: list[str]) -> list[str]:
+        for uri in value:
+            if not _STOMP.match(uri):
+                raise ValueError(f"{uri!r} is not a STOMP endpoint like stomp+ssl://host:61614")
+        return value
+
+    @property
+    def uses_tls(self) -> bool:
+        """Amazon MQ endpoints are TLS; loopback brokers in the local world are not."""
+        return all(uri.startswith(("ssl://", "nio+ssl://")) for uri in self.openwire)
+
+
+class Queue(_Strict):
+    """A queue kept in sync between the pair."""
+
+    name: str
+    mode: Mode = "sync"
+    sync_key: SyncKey = "correlation-id"
+
+    @field_validator("name")
+    @classmethod
+    def _physical_name(cls, value: str) -> str:
+        if not _QUEUE_NAME.match(value):
+            raise ValueError(f"{value!r} is not a plain queue name (no wildcards, commas or blanks)")
+        if value.startswith(_RESERVED_PREFIXES):
+            raise ValueError(f"{value!r} uses a reserved prefix ({', '.join(_RESERVED_PREFIXES)})")
+        return value
+
+    @property
+    def captures_consumed(self) -> bool:
+        """Only sync queues raise consumed records: mirror queues have live DR consumers."""
+        return self.mode == "sync"
+
+
+class BridgeTuning(_Strict):
+    """Network connector settings the renderer emits; defaults are the measured best (see README)."""
+
+    user: str | None = Field(
+        default=None,
+        description="Broker user the bridge authenticates as (Amazon MQ requires userName on TLS endpoints)",
+    )
+    parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
+    prefetch_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    conduit_subscriptions: bool = True
+    decrease_network_consumer_priority: bool = False
+    network_ttl: Annotated[int, Field(ge=1, le=10)] = 1
+
+
+class DrTuning(_Strict):
+    """DR queue policy: selector consumers only see what is paged into memory (see DESIGN.md)."""
+
+    max_page_size: Annotated[int, Field(ge=200, le=1_000_000)] = 200_000
+    max_browse_page_size: Annotated[int, Field(ge=400, le=1_000_000)] = 200_000
+    memory_limit_mb: Annotated[int, Field(ge=1, le=65_536)] = 128
+
+
+class Tuning(_Strict):
+    bridge: BridgeTuning = BridgeTuning()
+    dr: DrTuning = DrTuning()
+
+
+class Topology(_Strict):
+    """The pair, its synced queues and how they are copied."""
+
+    version: Literal[1] = 1
+    dr_suffix: Annotated[str, Field(pattern=r"^\.[A-Za-z0-9_$\-]+$")] = ".DR"
+    brokers: Annotated[list[Broker], Field(min_length=2, max_length=2)]
+    queues: Annotated[list[Queue], Field(min_length=1)]
+    tuning: Tuning = Tuning()
+
+    @model_validator(mode="after")
+    def _one_of_each_role(self) -> Topology:
+        roles = sorted(b.role for b in self.brokers)
+        if roles != ["dr", "primary"]:
+            raise ValueError("brokers: need exactly one broker with role primary and one with role dr")
+        if self.brokers[0].name == self.brokers[1].name:
+            raise ValueError("brokers: the two brokers need different names")
+        if self.brokers[0].crdr != self.brokers[1].crdr:
+            raise ValueError("brokers: crdr must be set on both brokers of a CRDR pair or on neither")
+        seen: set[str] = set()
+        for queue in self.queues:
+            if queue.name in seen:
+                raise ValueError(f"queues: {queue.name!r} is listed twice")
+            if queue.name.endswith(self.dr_suffix):
+                raise ValueError(f"queues: {queue.name!r} ends with the DR suffix {self.dr_suffix!r}")
+            seen.add(queue.name)
+        return self
+
+    def broker(self, role: Role) -> Broker:
+        """The broker currently playing ``role``."""
+        return next(b for b in self.brokers if b.role == role)
+
+    @property
+    def primary(self) -> Broker:
+        return self.broker("primary")
+
+    @property
+    def dr(self) -> Broker:
+        return self.broker("dr")
+
+    @property
+    def is_crdr(self) -> bool:
+        return self.brokers[0].crdr
+
+    def queue(self, name: str) -> Queue:
+        """The synced queue named ``name``; ``KeyError`` for queues we do not sync."""
+        for queue in self.queues:
+            if queue.name == name:
+                return queue
+        raise KeyError(name)
+
+    def dr_name(self, queue: Queue | str) -> str:
+        """Name of the outbound copy queue on the primary (and the inbound alias on the DR broker)."""
+        name = queue.name if isinstance(queue, Queue) else queue
+        return f"{name}{self.dr_suffix}"
+
+    def swapped(self) -> Topology:
+        """The same pair after a failover or switchover: the DR broker plays primary and vice versa."""
+        flipped = [b.model_copy(update={"role": "dr" if b.role == "primary" else "primary"}) for b in self.brokers]
+        return self.model_copy(update={"brokers": flipped})
+
+    def with_endpoints(self, endpoints: dict[str, tuple[list[str], list[str]]]) -> Topology:
+        """The same topology with broker endpoints replaced by name (the local world points at loopback)."""
+        brokers = [
+            b.model_copy(update={"openwire": endpoints[b.name][0], "stomp": endpoints[b.name][1]})
+            if b.name in endpoints
+            else b
+            for b in self.brokers
+        ]
+        return self.model_copy(update={"brokers": brokers})
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(top level)"
+
+
+def parse_topology(data: object, *, source: str = "topology") -> Topology:
+    """Validate already-loaded YAML/JSON data; raises :class:`TopologyError` naming the first bad field."""
+    if not isinstance(data, dict):
+        raise TopologyError("(top level)", f"{source} must be a mapping, got {type(data).__name__}")
+    try:
+        return Topology.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        message = first["msg"].removeprefix("Value error, ")
+        loc = tuple(first["loc"])
+        # Model-level checks report their own field as the message prefix ("queues: ...").
+        if not loc and ": " in message:
+            field, _, message = message.partition(": ")
+            raise TopologyError(field, message) from e
+        raise TopologyError(_field_path(loc), message) from e
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read and validate a topology file (YAML)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TopologyError("(file)", f"cannot read {path}: {e.strerror}") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TopologyError("(file)", f"{path} is not valid YAML: {e}") from e
+    return parse_topology(data, source=str(path))

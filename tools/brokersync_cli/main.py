@@ -1,0 +1,79 @@
+"""``brokersync`` command line.
+
+The CLI is an operator and developer tool, not Lambda runtime code, so it is the one place
+allowed to reach both the library (``brokersync``) and the local harness (``brokersync_local``).
+The harness is imported lazily so that ``brokersync render`` works without the dev extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from brokersync.exceptions import BrokerSyncError
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from brokersync.render import render_configuration  # noqa: PLC0415 (keeps --help fast)
+    from brokersync.topology import load_topology  # noqa: PLC0415
+
+    topology = load_topology(args.topology)
+    base = Path(args.base).read_text(encoding="utf-8") if args.base else None
+    document = render_configuration(topology, args.role, base=base)
+    if args.out:
+        out_dir = Path(args.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / f"{topology.broker(args.role).name}-{args.role}.xml"
+        target.write_text(document, encoding="utf-8")
+        print(target)
+    else:
+        sys.stdout.write(document)
+    return 0
+
+
+def _cmd_local(args: argparse.Namespace) -> int:
+    from brokersync_local import commands  # noqa: PLC0415 (dev-only harness)
+
+    return commands.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="brokersync", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    render = sub.add_parser("render", help="render an Amazon MQ broker configuration from the topology")
+    render.add_argument("--topology", default="topology.yaml", help="topology file (default: topology.yaml)")
+    render.add_argument("--role", choices=["primary", "dr"], required=True)
+    render.add_argument("--base", help="the broker's existing configuration to merge into")
+    render.add_argument("--out", help="directory to write <broker>-<role>.xml into (default: stdout)")
+    render.set_defaults(func=_cmd_render)
+
+    local = sub.add_parser("local", help="the local world: a real ActiveMQ pair on loopback and moto as AWS")
+    local.add_argument("--topology", default="topology.yaml")
+    local.add_argument("--state-dir", default=".brokersync/local", help="where pids, data and env.json live")
+    local_sub = local.add_subparsers(dest="local_command", required=True)
+    up = local_sub.add_parser("up", help="start both brokers, their bridges and the moto server")
+    up.add_argument("--primary-openwire", type=int, default=61616)
+    up.add_argument("--primary-stomp", type=int, default=61613)
+    up.add_argument("--dr-openwire", type=int, default=62616)
+    up.add_argument("--dr-stomp", type=int, default=62613)
+    up.add_argument("--aws-port", type=int, default=5005)
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for brokers and bridges")
+    local_sub.add_parser("down", help="stop what `up` started, by pid")
+    local_sub.add_parser("status", help="print the state of each local process")
+    local.set_defaults(func=_cmd_local)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BrokerSyncError as e:
+        print(f"brokersync: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
