@@ -193,7 +193,9 @@ class Topology(_Strict):
 
     def swapped(self) -> Topology:
         """The same pair after a failover or switchover: the DR broker plays primary and vice versa."""
-        flipped = [b.model_copy(update={"role": "dr" if b.role == "primary" else "primary"}) for b in self.brokers]
+        flipped = [
+            b.model_copy(update={"role": "dr" if b.role == "primary" else "primary"}) for b in self.brokers
+        ]
         return self.model_copy(update={"brokers": flipped})
 
     def with_endpoints(self, endpoints: dict[str, tuple[list[str], list[str]]]) -> Topology:

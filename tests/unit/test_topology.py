@@ -1,0 +1,127 @@
+"""The topology file: what it accepts, and that every invalid input names its field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from brokersync.exceptions import TopologyError
+from brokersync.topology import Topology, load_topology, parse_topology
+
+
+@pytest.fixture
+def raw(topology_path: Path) -> dict[str, Any]:
+    return yaml.safe_load(topology_path.read_text())
+
+
+def _error_for(raw: dict[str, Any]) -> TopologyError:
+    with pytest.raises(TopologyError) as info:
+        parse_topology(raw)
+    return info.value
+
+
+def test_the_shipped_example_is_valid(topology_path: Path) -> None:
+    topology = load_topology(topology_path)
+
+    assert topology.primary.name == "orders-use1"
+    assert topology.dr.name == "orders-usw2"
+    assert [q.name for q in topology.queues] == ["ORDERS", "PAYMENTS", "AUDIT"]
+
+
+def test_defaults_fill_what_a_minimal_file_leaves_out(raw: dict[str, Any]) -> None:
+    minimal = {"brokers": raw["brokers"], "queues": [{"name": "ORDERS"}]}
+
+    topology = parse_topology(minimal)
+
+    assert topology.dr_suffix == ".DR"
+    assert topology.queues[0].mode == "sync"
+    assert topology.queues[0].sync_key == "correlation-id"
+    assert topology.tuning.dr.max_page_size == 200_000
+
+
+def test_mirror_queues_do_not_capture_consumed_messages(topology_path: Path) -> None:
+    topology = load_topology(topology_path)
+
+    assert topology.queue("ORDERS").captures_consumed
+    assert not topology.queue("AUDIT").captures_consumed
+
+
+def test_dr_name_appends_the_suffix(topology_path: Path) -> None:
+    assert load_topology(topology_path).dr_name("ORDERS") == "ORDERS.DR"
+
+
+def test_swapped_exchanges_the_roles_and_nothing_else(topology_path: Path) -> None:
+    topology = load_topology(topology_path)
+
+    swapped = topology.swapped()
+
+    assert swapped.primary.name == topology.dr.name
+    assert swapped.dr.name == topology.primary.name
+    assert swapped.queues == topology.queues
+    assert swapped.swapped() == topology
+
+
+def test_with_endpoints_points_a_broker_elsewhere(topology_path: Path) -> None:
+    topology = load_topology(topology_path)
+
+    local = topology.with_endpoints({"orders-usw2": (["tcp://127.0.0.1:62616"], ["stomp://127.0.0.1:62613"])})
+
+    assert local.dr.openwire == ["tcp://127.0.0.1:62616"]
+    assert not local.dr.uses_tls
+    assert local.primary.openwire == topology.primary.openwire
+
+
+def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
+    raw["brokers"][0]["broker_id"] = "b-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+
+    assert isinstance(parse_topology(raw), Topology)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r["queues"][1].update(sync_key="header"), "queues[1].sync_key"),
+        (lambda r: r["queues"][0].update(mode="copy"), "queues[0].mode"),
+        (lambda r: r["queues"][0].update(name="ORDERS.>"), "queues[0].name"),
+        (lambda r: r["queues"][0].update(name="A,B"), "queues[0].name"),
+        (lambda r: r["queues"][0].update(name="BROKERSYNC.CONSUMED"), "queues[0].name"),
+        (lambda r: r["queues"][0].update(name="ORDERS.DR"), "queues"),
+        (lambda r: r["queues"].append({"name": "ORDERS"}), "queues"),
+        (lambda r: r.update(queues=[]), "queues"),
+        (lambda r: r["brokers"][1].update(role="primary"), "brokers"),
+        (lambda r: r["brokers"][0].update(broker_id="my-broker"), "brokers[0].broker_id"),
+        (lambda r: r["brokers"][0].update(openwire=["amqp://host:5671"]), "brokers[0].openwire"),
+        (lambda r: r["brokers"][0].update(openwire=[]), "brokers[0].openwire"),
+        (lambda r: r["brokers"][0].pop("credentials_secret"), "brokers[0].credentials_secret"),
+        (lambda r: r["brokers"][0].update(crdr=True), "brokers"),
+        (lambda r: r["tuning"]["bridge"].update(prefetch=10), "tuning.bridge.prefetch"),
+        (lambda r: r["tuning"]["dr"].update(max_page_size=10), "tuning.dr.max_page_size"),
+        (lambda r: r.update(dr_suffix="DR"), "dr_suffix"),
+        (lambda r: r.update(version=2), "version"),
+    ],
+)
+def test_an_invalid_topology_names_the_offending_field(raw: dict[str, Any], mutate: Any, field: str) -> None:
+    broken = copy.deepcopy(raw)
+    mutate(broken)
+
+    error = _error_for(broken)
+
+    assert error.field == field
+    assert str(error).startswith(f"topology: {field}: ")
+
+
+def test_a_file_that_is_not_yaml_gives_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "topology.yaml"
+    bad.write_text("brokers: [unclosed\n")
+
+    with pytest.raises(TopologyError, match="not valid YAML"):
+        load_topology(bad)
+
+
+def test_a_missing_file_gives_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match="cannot read"):
+        load_topology(tmp_path / "nope.yaml")
