@@ -93,6 +93,9 @@ class Queue(_Strict):
     name: str
     mode: Mode = "sync"
     sync_key: SyncKey = "correlation-id"
+    #: On a correlation-id queue, record a message that arrived without a correlation id by its
+    #: message id instead of parking it. The purge then selects such keys on JMSMessageID.
+    message_id_fallback: bool = False
 
     @field_validator("name")
     @classmethod
@@ -193,9 +196,7 @@ class Topology(_Strict):
 
     def swapped(self) -> Topology:
         """The same pair after a failover or switchover: the DR broker plays primary and vice versa."""
-        flipped = [
-            b.model_copy(update={"role": "dr" if b.role == "primary" else "primary"}) for b in self.brokers
-        ]
+        flipped = [b.model_copy(update={"role": "dr" if b.role == "primary" else "primary"}) for b in self.brokers]
         return self.model_copy(update={"brokers": flipped})
 
     def with_endpoints(self, endpoints: dict[str, tuple[list[str], list[str]]]) -> Topology:

@@ -1,0 +1,95 @@
+"""Parsing ActiveMQ consumed advisories, as the relay receives them over STOMP.
+
+The relay subscribes with ``transformation: jms-advisory-json`` (one transformation for
+advisories everywhere: mixing them across subscribers corrupted bodies, see DESIGN.md). Then:
+
+* the body is ``{"<ActiveMQ message class>": {...}}`` describing the consumed message, with
+  ``correlationId``, ``destination.string`` (the queue) and ``brokerOutTime`` (dispatch time);
+  the advisory's own ``timestamp`` header is 0, so ``brokerOutTime`` is the best consume time
+  the broker gives us (the ack follows it by the consumer's processing time);
+* the header ``orignalMessageId`` (ActiveMQ's spelling) carries the consumed message's id and
+  ``orignalDestination`` its destination as ``queue://NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
+from brokersync.keys import InvalidKeyError, validate_key
+from brokersync.topology import SyncKey, Topology
+
+MESSAGE_ID_HEADER = "orignalMessageId"
+DESTINATION_HEADER = "orignalDestination"
+_QUEUE_SCHEME = "queue://"
+
+
+def _consumed_message(body: str | bytes) -> Mapping[str, Any]:
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RejectedInputError(RejectReason.MALFORMED, f"body is not JSON: {e}") from e
+    if not isinstance(document, dict) or len(document) != 1:
+        raise RejectedInputError(RejectReason.MALFORMED, "body is not a single {class: message} object")
+    (message,) = document.values()
+    if not isinstance(message, dict):
+        raise RejectedInputError(RejectReason.MALFORMED, "advisory payload is not an object")
+    return message
+
+
+def _queue_name(headers: Mapping[str, str], message: Mapping[str, Any]) -> str:
+    destination = headers.get(DESTINATION_HEADER, "")
+    if destination.startswith(_QUEUE_SCHEME):
+        return destination.removeprefix(_QUEUE_SCHEME)
+    embedded = message.get("destination")
+    if isinstance(embedded, dict) and isinstance(embedded.get("string"), str):
+        return embedded["string"]
+    raise RejectedInputError(RejectReason.MALFORMED, "advisory names no queue")
+
+
+def _consumed_at_ms(message: Mapping[str, Any]) -> int:
+    for field in ("brokerOutTime", "brokerInTime", "timestamp"):
+        value = message.get(field)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise RejectedInputError(RejectReason.MALFORMED, "advisory carries no usable time")
+
+
+def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topology: Topology) -> ConsumedRecord:
+    """Turn one advisory frame into a record, or raise :class:`RejectedInputError` saying why not.
+
+    A message without a correlation id on a ``correlation-id`` queue is recorded by its
+    message id when the queue sets ``message_id_fallback`` (keys say their own kind, so the
+    purge selects it on ``JMSMessageID``); otherwise it is rejected as ``missing-key``, to be
+    parked by the relay, never dropped. On ``message-id`` queues the message id is the key.
+    """
+    message = _consumed_message(body)
+    queue_name = _queue_name(headers, message)
+    try:
+        queue = topology.queue(queue_name)
+    except KeyError:
+        raise RejectedInputError(RejectReason.UNKNOWN_QUEUE, f"{queue_name!r} is not a synced queue") from None
+    if not queue.captures_consumed:
+        raise RejectedInputError(RejectReason.NOT_CAPTURED, f"{queue_name!r} is a mirror queue")
+
+    message_id = headers.get(MESSAGE_ID_HEADER) or None
+    kind: SyncKey = queue.sync_key
+    key = message.get("correlationId") if kind == "correlation-id" else message_id
+    if not key and kind == "correlation-id" and queue.message_id_fallback:
+        kind, key = "message-id", message_id
+    if not key:
+        missing = "correlation id" if kind == "correlation-id" else MESSAGE_ID_HEADER
+        raise RejectedInputError(RejectReason.MISSING_KEY, f"message {message_id} on {queue_name} has no {missing}")
+    try:
+        key = validate_key(str(key), kind)
+    except InvalidKeyError as e:
+        raise RejectedInputError(RejectReason.INVALID_KEY, str(e)) from e
+    return ConsumedRecord(
+        queue=queue_name,
+        key=key,
+        key_kind=kind,
+        consumed_at_ms=_consumed_at_ms(message),
+        message_id=message_id,
+    )

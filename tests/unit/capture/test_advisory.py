@@ -1,0 +1,86 @@
+"""Consumed advisories become ledger records; anything else is rejected with a reason, never dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from brokersync.capture.advisory import parse_consumed_advisory
+from brokersync.capture.records import RejectedInputError, RejectReason
+from brokersync.topology import Topology
+from tests.unit.capture.advisories import MESSAGE_ID, ULID_KEY, advisory_frame
+
+
+def _reason(topology: Topology, headers: dict[str, str], body: str) -> RejectReason:
+    with pytest.raises(RejectedInputError) as info:
+        parse_consumed_advisory(headers, body, topology)
+    return info.value.reason
+
+
+def test_a_correlation_id_queue_is_keyed_by_the_ulid(topology: Topology) -> None:
+    record = parse_consumed_advisory(*advisory_frame("ORDERS"), topology)
+
+    assert (record.queue, record.key, record.key_kind) == ("ORDERS", ULID_KEY, "correlation-id")
+    assert record.message_id == MESSAGE_ID
+
+
+def test_the_consume_time_is_the_brokers_dispatch_time(topology: Topology) -> None:
+    record = parse_consumed_advisory(*advisory_frame(broker_out_time=1795342453627), topology)
+
+    assert record.consumed_at_ms == 1795342453627
+
+
+def test_a_message_id_queue_is_keyed_by_the_original_message_id(topology: Topology) -> None:
+    record = parse_consumed_advisory(*advisory_frame("PAYMENTS", correlation_id=None), topology)
+
+    assert (record.key, record.key_kind) == (MESSAGE_ID, "message-id")
+
+
+def test_a_lower_case_ulid_is_normalised(topology: Topology) -> None:
+    record = parse_consumed_advisory(*advisory_frame(correlation_id=ULID_KEY.lower()), topology)
+
+    assert record.key == ULID_KEY
+
+
+def test_a_missing_correlation_id_is_rejected_as_missing_key(topology: Topology) -> None:
+    assert _reason(topology, *advisory_frame(correlation_id=None)) is RejectReason.MISSING_KEY
+
+
+def test_a_missing_correlation_id_falls_back_to_the_message_id_when_the_queue_allows_it(topology: Topology) -> None:
+    queues = [q.model_copy(update={"message_id_fallback": q.name == "ORDERS"}) for q in topology.queues]
+    lenient = topology.model_copy(update={"queues": queues})
+
+    record = parse_consumed_advisory(*advisory_frame(correlation_id=None), lenient)
+
+    assert (record.key, record.key_kind) == (MESSAGE_ID, "message-id")
+
+
+def test_a_non_ulid_correlation_id_is_rejected_as_invalid_key(topology: Topology) -> None:
+    assert _reason(topology, *advisory_frame(correlation_id="order-42")) is RejectReason.INVALID_KEY
+
+
+def test_a_selector_injection_attempt_is_rejected_as_invalid_key(topology: Topology) -> None:
+    headers, body = advisory_frame("PAYMENTS", message_id="ID:x' OR JMSMessageID LIKE '%")
+
+    assert _reason(topology, headers, body) is RejectReason.INVALID_KEY
+
+
+def test_an_unknown_queue_is_rejected(topology: Topology) -> None:
+    assert _reason(topology, *advisory_frame("INVOICES")) is RejectReason.UNKNOWN_QUEUE
+
+
+def test_a_mirror_queue_raises_no_record(topology: Topology) -> None:
+    assert _reason(topology, *advisory_frame("AUDIT")) is RejectReason.NOT_CAPTURED
+
+
+@pytest.mark.parametrize("body", ["not json", "[]", '{"a": 1, "b": 2}', '{"ActiveMQTextMessage": 3}', b"\xff\xfe"])
+def test_a_malformed_body_is_rejected_as_malformed(topology: Topology, body: str) -> None:
+    headers, _ = advisory_frame()
+
+    assert _reason(topology, headers, body) is RejectReason.MALFORMED
+
+
+def test_the_queue_comes_from_the_body_when_the_header_is_missing(topology: Topology) -> None:
+    headers, body = advisory_frame("ORDERS")
+    del headers["orignalDestination"]
+
+    assert parse_consumed_advisory(headers, body, topology).queue == "ORDERS"

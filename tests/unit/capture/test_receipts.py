@@ -1,0 +1,60 @@
+"""Receipts: the documented JSON schema, and a reason for every refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from brokersync.capture.receipts import MAX_RECEIPT_BYTES, parse_receipt, receipt_json
+from brokersync.capture.records import RejectedInputError, RejectReason
+from brokersync.topology import Topology
+from tests.unit.capture.advisories import MESSAGE_ID, ULID_KEY
+
+
+def _reason(topology: Topology, data: str | bytes) -> RejectReason:
+    with pytest.raises(RejectedInputError) as info:
+        parse_receipt(data, topology)
+    return info.value.reason
+
+
+def test_a_receipt_round_trips_through_the_client_serialiser(topology: Topology) -> None:
+    record = parse_receipt(receipt_json("ORDERS", ULID_KEY, 1795342453627), topology)
+
+    assert (record.queue, record.key, record.consumed_at_ms) == ("ORDERS", ULID_KEY, 1795342453627)
+
+
+def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
+    data = json.dumps({"queue": "ORDERS", "key": ULID_KEY, "consumedAt": "2026-11-22T10:00:00.123Z"})
+
+    assert parse_receipt(data, topology).consumed_at_ms == 1795341600123
+
+
+def test_a_message_id_receipt_on_a_message_id_queue(topology: Topology) -> None:
+    record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, 1), topology)
+
+    assert record.key_kind == "message-id"
+
+
+def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> None:
+    assert _reason(topology, "x" * (MAX_RECEIPT_BYTES + 1)) is RejectReason.OVERSIZED
+
+
+@pytest.mark.parametrize(
+    "data",
+    ["{", '{"queue": "ORDERS"}', json.dumps({"queue": "ORDERS", "key": ULID_KEY, "consumedAt": True})],
+)
+def test_a_malformed_receipt_is_refused(topology: Topology, data: str) -> None:
+    assert _reason(topology, data) is RejectReason.MALFORMED
+
+
+def test_a_key_of_the_wrong_kind_for_the_queue_is_refused(topology: Topology) -> None:
+    assert _reason(topology, receipt_json("ORDERS", MESSAGE_ID, 1)) is RejectReason.INVALID_KEY
+
+
+def test_a_non_ulid_key_is_refused(topology: Topology) -> None:
+    assert _reason(topology, receipt_json("ORDERS", "order-42", 1)) is RejectReason.INVALID_KEY
+
+
+def test_an_unknown_queue_is_refused(topology: Topology) -> None:
+    assert _reason(topology, receipt_json("INVOICES", ULID_KEY, 1)) is RejectReason.UNKNOWN_QUEUE

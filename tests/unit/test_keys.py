@@ -1,0 +1,61 @@
+"""Sync keys are validated strictly because they end up inside DR selectors."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ulid import ULID
+
+from brokersync.keys import InvalidKeyError, is_valid_key, key_kind, ulid_time_ms, validate_key
+
+
+def test_a_ulid_is_a_correlation_id_key() -> None:
+    key = str(ULID())
+
+    assert validate_key(key, "correlation-id") == key
+    assert key_kind(key) == "correlation-id"
+
+
+@pytest.mark.parametrize(
+    "message_id",
+    [
+        "ID:vm-40237-1795342445090-7:1:-1:1:1",
+        "ID:ip-10-0-1-23.ec2.internal-38123-1700000000000-3:1:1:1:42",
+    ],
+)
+def test_activemq_message_ids_are_message_id_keys(message_id: str) -> None:
+    assert validate_key(message_id, "message-id") == message_id
+    assert key_kind(message_id) == "message-id"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "",
+        "01JD5Z8K3M4N5P6Q7R8S9T0V1",
+        "81JD5Z8K3M4N5P6Q7R8S9T0V1W",
+        "01JD5Z8K3M4N5P6Q7R8S9T0VIL",
+        "01JD5Z8K3M4N5P6Q7R8S9T0V1W'",
+    ],
+)
+def test_anything_else_is_not_a_ulid(key: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        validate_key(key, "correlation-id")
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60))
+def test_no_valid_key_contains_a_selector_metacharacter(text: str) -> None:
+    for kind in ("correlation-id", "message-id"):
+        try:
+            key = validate_key(text, kind)
+        except InvalidKeyError:
+            continue
+        assert not set(key) & set("'\"(), %\\\n\t")
+        assert is_valid_key(key)
+
+
+def test_the_ulid_timestamp_is_its_creation_time() -> None:
+    ulid = ULID()
+
+    assert ulid_time_ms(str(ulid)) == ulid.milliseconds
