@@ -34,3 +34,12 @@ class NotAllowedByAmazonMQError(RenderError):
         self.name = name
         self.kind = kind
         super().__init__(f"Amazon MQ does not allow {kind} {name!r} at {path}")
+
+
+class BrokerUnavailableError(BrokerSyncError):
+    """No endpoint of a broker accepted a STOMP connection, or the connection dropped mid-work.
+
+    Retryable: brokers reboot (maintenance windows, failover drills) and come back.
+    """
+
+    retryable = True

@@ -1,0 +1,1 @@
+"""Talking to ActiveMQ brokers over STOMP: connections, statistics, and nothing domain-specific."""

@@ -1,0 +1,126 @@
+"""Queue counters over STOMP, through ActiveMQ's statistics plugin.
+
+Amazon MQ exposes neither JMX nor Jolokia to us, but it allows ``<statisticsBrokerPlugin/>``,
+which answers a message sent to ``ActiveMQ.Statistics.Destination.<name>`` with a map of
+that destination's counters. The relay uses the primary's dequeue counters to detect lost
+advisories, the purge loop reads DR depth, and ``sync status`` shows both.
+
+Unknown destinations get no reply at all. So the queries are followed by one broker-level
+query on the same connection: the broker answers in order, and when that last reply
+arrives every queue that exists has answered.
+"""
+
+from __future__ import annotations
+
+import json
+import queue as queue_mod
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import stomp
+
+from brokersync.broker.stomp import StompConnector
+from brokersync.exceptions import BrokerUnavailableError
+
+DESTINATION_PREFIX = "ActiveMQ.Statistics.Destination."
+BROKER_DESTINATION = "ActiveMQ.Statistics.Broker"
+_REPLY_TO = "/temp-queue/brokersync.statistics"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """A queue's counters since the broker started (``broker_id`` changes at every start)."""
+
+    name: str
+    size: int
+    enqueue_count: int
+    dequeue_count: int
+    dispatch_count: int
+    expired_count: int
+    inflight_count: int
+    consumer_count: int
+    broker_id: str
+    broker_name: str
+
+
+def parse_map_message(body: str) -> dict[str, Any]:
+    """Flatten the ``jms-map-json`` (XStream) encoding of a MapMessage into a dict."""
+    document = json.loads(body)
+    entries = document.get("map", {}).get("entry", [])
+    if isinstance(entries, dict):
+        entries = [entries]
+    result: dict[str, Any] = {}
+    for entry in entries:
+        key = entry.get("string")
+        if isinstance(key, list):  # a string value: {"string": [key, value]}
+            result[key[0]] = key[1] if len(key) > 1 else ""
+            continue
+        values = [v for k, v in entry.items() if k != "string"]
+        result[str(key)] = values[0] if values else None
+    return result
+
+
+def _stats_from_map(values: dict[str, Any]) -> QueueStats:
+    return QueueStats(
+        name=str(values["destinationName"]).removeprefix("queue://"),
+        size=int(values.get("size", 0)),
+        enqueue_count=int(values.get("enqueueCount", 0)),
+        dequeue_count=int(values.get("dequeueCount", 0)),
+        dispatch_count=int(values.get("dispatchCount", 0)),
+        expired_count=int(values.get("expiredCount", 0)),
+        inflight_count=int(values.get("inflightCount", 0)),
+        consumer_count=int(values.get("consumerCount", 0)),
+        broker_id=str(values.get("brokerId", "")),
+        broker_name=str(values.get("brokerName", "")),
+    )
+
+
+class _Replies(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.put(frame)
+
+
+class StatisticsClient:
+    """Reads queue counters from one broker; needs ``statisticsBrokerPlugin`` in its configuration."""
+
+    def __init__(self, connector: StompConnector, timeout_s: float = 5.0) -> None:
+        self.connector = connector
+        self.timeout_s = timeout_s
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        """Counters of each named queue that exists on the broker (absent ones are simply missing)."""
+        replies = _Replies()
+        connection = self.connector.connect(replies, name="brokersync-statistics")
+        try:
+            connection.subscribe(_REPLY_TO, id="stats", ack="auto", headers={"transformation": "jms-map-json"})
+            for name in names:
+                connection.send(DESTINATION_PREFIX + name, "", headers={"reply-to": _REPLY_TO})
+            connection.send(BROKER_DESTINATION, "", headers={"reply-to": _REPLY_TO})
+            return self._collect(replies, set(names))
+        finally:
+            connection.disconnect()
+
+    def _collect(self, replies: _Replies, wanted: set[str]) -> dict[str, QueueStats]:
+        found: dict[str, QueueStats] = {}
+        deadline = time.monotonic() + self.timeout_s
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                frame = replies.frames.get(timeout=remaining)
+            except queue_mod.Empty:
+                break
+            values = parse_map_message(frame.body)
+            destination = str(values.get("destinationName", ""))
+            if not destination:  # the broker-level reply: every existing queue has answered
+                return found
+            if destination.startswith("queue://"):
+                stats = _stats_from_map(values)
+                if stats.name in wanted:
+                    found[stats.name] = stats
+        raise BrokerUnavailableError(
+            f"{self.connector.describe()} did not answer statistics queries within {self.timeout_s}s "
+            "(is statisticsBrokerPlugin in its configuration?)"
+        )

@@ -1,0 +1,90 @@
+"""STOMP connections to an Amazon MQ broker (or a local one), created one way everywhere.
+
+Amazon MQ gives an active/standby broker two STOMP endpoints, only one of which accepts
+connections at a time; stomp.py walks its host list, so both go in. Endpoints are TLS on
+Amazon MQ (``stomp+ssl://``) and plain on loopback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import stomp
+from stomp.exception import ConnectFailedException, StompException
+
+from brokersync.exceptions import BrokerUnavailableError
+
+_URI = re.compile(r"^(?P<scheme>stomp(?:\+nio)?(?P<tls>\+ssl)?)://(?P<host>[^:/\s]+):(?P<port>\d{1,5})$")
+
+
+@dataclass(frozen=True, slots=True)
+class StompEndpoint:
+    host: str
+    port: int
+    tls: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCredentials:
+    """A broker user; the password never appears in a repr or a log line."""
+
+    username: str
+    password: str = field(repr=False)
+
+
+def parse_stomp_uri(uri: str) -> StompEndpoint:
+    """``stomp+ssl://host:61614`` → endpoint; also accepts a bare ``host:port`` (plain STOMP)."""
+    match = _URI.match(uri) or _URI.match(f"stomp://{uri}")
+    if not match:
+        raise ValueError(f"{uri!r} is not a STOMP endpoint like stomp+ssl://host:61614")
+    return StompEndpoint(match["host"], int(match["port"]), tls=bool(match["tls"]))
+
+
+class StompConnector:
+    """Opens STOMP 1.2 connections to one broker; the single place that knows stomp.py's setup calls."""
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        credentials: BrokerCredentials | None = None,
+        *,
+        heartbeats: tuple[int, int] = (10_000, 10_000),
+        timeout_s: float = 10.0,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("a broker needs at least one STOMP endpoint")
+        self.endpoints = [parse_stomp_uri(e) for e in endpoints]
+        self.credentials = credentials
+        self.heartbeats = heartbeats
+        self.timeout_s = timeout_s
+
+    def connect(self, listener: stomp.ConnectionListener | None = None, name: str = "brokersync") -> stomp.Connection12:
+        """A connected STOMP connection with ``listener`` attached before CONNECT is sent.
+
+        Attaching first matters: a subscription's first frames can arrive before ``connect``
+        returns, and a listener added later would miss them.
+        """
+        hosts = [(e.host, e.port) for e in self.endpoints]
+        connection = stomp.Connection12(
+            hosts,
+            heartbeats=self.heartbeats,
+            timeout=self.timeout_s,
+            reconnect_attempts_max=1,
+            try_loopback_connect=False,
+        )
+        tls_hosts = [(e.host, e.port) for e in self.endpoints if e.tls]
+        if tls_hosts:
+            connection.set_ssl(for_hosts=tls_hosts)
+        if listener is not None:
+            connection.set_listener(name, listener)
+        user = self.credentials.username if self.credentials else None
+        password = self.credentials.password if self.credentials else None
+        try:
+            connection.connect(user, password, wait=True)
+        except (ConnectFailedException, StompException, OSError) as e:
+            raise BrokerUnavailableError(f"no STOMP endpoint of {self.describe()} accepted a connection: {e}") from e
+        return connection
+
+    def describe(self) -> str:
+        return ",".join(f"{e.host}:{e.port}" for e in self.endpoints)

@@ -1,0 +1,254 @@
+"""The advisory relay: drains ``BROKERSYNC.CONSUMED`` on the primary into the ledger.
+
+The order of operations is the whole design: receive → parse → write the ledger → only then
+ack. A relay killed anywhere in between leaves the advisories unacked, the broker redelivers
+them, and the ledger's idempotent writes absorb the replay. Acks are sent from the relay's
+own thread, never from stomp.py's listener thread (acking from the listener with a large
+prefetch on many subscriptions deadlocked stomp.py + ActiveMQ, see DESIGN.md); the listener
+only hands frames over through a queue. Prefetch is bounded so a stalled relay holds at
+most that many advisories, and a watchdog reconnects when frames stop arriving although
+the queue is not empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue as queue_mod
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import stomp
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.advisory import parse_consumed_advisory
+from brokersync.capture.records import ConsumedRecord, RejectedInputError
+from brokersync.capture.writer import LedgerWriter
+from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
+from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.topology import CONSUMED_QUEUE, Topology
+
+logger = logging.getLogger(__name__)
+
+#: Where advisories that cannot be recorded go, with the reason in a header: parked, never dropped.
+PARKED_QUEUE = "BROKERSYNC.PARKED"
+#: The one transformation used for advisories everywhere (mixing them corrupted bodies).
+ADVISORY_TRANSFORMATION = "jms-advisory-json"
+_SUBSCRIPTION = "brokersync-relay"
+_DISCONNECTED = object()
+
+
+@dataclass(frozen=True)
+class RelaySettings:
+    """Relay knobs; the defaults keep a ledger write under 1 WCU-cost per 20 advisories."""
+
+    batch_size: int = 500
+    flush_interval_s: float = 0.25
+    prefetch: int = 1000
+    stall_timeout_s: float = 15.0
+
+
+@dataclass
+class RelayReport:
+    """What one relay run did; the edge turns it into the function's response."""
+
+    captured: int = 0
+    parked: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    write_units: float = 0.0
+    reconnects: int = 0
+    oldest_age_ms: int | None = None
+    captured_by_queue: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def parked_total(self) -> int:
+        return sum(self.parked.values())
+
+
+class _Inbox(stomp.ConnectionListener):
+    """Runs on stomp.py's receiver thread: hands frames over and does nothing else."""
+
+    def __init__(self) -> None:
+        self.frames: queue_mod.Queue[object] = queue_mod.Queue()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.put(frame)
+
+    def on_disconnected(self) -> None:
+        self.frames.put(_DISCONNECTED)
+
+
+class AdvisoryRelay:
+    """One relay over one primary broker; ``run`` is what each Lambda invocation (or process) calls."""
+
+    def __init__(
+        self,
+        connector: StompConnector,
+        writer: LedgerWriter,
+        topology: Topology,
+        *,
+        settings: RelaySettings | None = None,
+        statistics: StatisticsClient | None = None,
+        metrics: MetricsSink | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.connector = connector
+        self.writer = writer
+        self.topology = topology
+        self.settings = settings or RelaySettings()
+        self.statistics = statistics
+        self.metrics: MetricsSink = metrics or NullMetrics()
+        self.clock = clock
+        self._inbox = _Inbox()
+        self._connection: stomp.Connection12 | None = None
+
+    # -- connection -------------------------------------------------------------------------
+    def _connect(self) -> None:
+        self._inbox = _Inbox()
+        connection = self.connector.connect(self._inbox, name="brokersync-relay")
+        connection.subscribe(
+            f"/queue/{CONSUMED_QUEUE}",
+            id=_SUBSCRIPTION,
+            ack="client-individual",
+            headers={
+                "transformation": ADVISORY_TRANSFORMATION,
+                "activemq.prefetchSize": str(self.settings.prefetch),
+            },
+        )
+        self._connection = connection
+
+    def _disconnect(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+
+    def _reconnect(self, report: RelayReport, why: str) -> None:
+        logger.warning("relay reconnecting: %s", why)
+        report.reconnects += 1
+        self.metrics.add_metric("RelayReconnects", "Count", 1)
+        self._disconnect()
+        self._connect()
+
+    # -- main loop ----------------------------------------------------------------------------
+    def run(self, max_seconds: float, stop: threading.Event | None = None) -> RelayReport:
+        """Relay for up to ``max_seconds`` (or until ``stop`` is set), then ack what was written and return.
+
+        Raises :class:`BrokerUnavailableError` when the primary cannot be reached at all, and
+        the writer's error when the ledger stays unavailable through its retries; in both
+        cases nothing unwritten was acked.
+        """
+        report = RelayReport()
+        deadline = time.monotonic() + max_seconds
+        stop = stop or threading.Event()
+        self._connect()
+        try:
+            idle_since = time.monotonic()
+            while not stop.is_set() and time.monotonic() < deadline:
+                frames, disconnected = self._take_batch(deadline, stop)
+                if frames:
+                    self._relay_batch(frames, report)
+                    idle_since = time.monotonic()
+                if disconnected:
+                    self._reconnect(report, "connection lost")
+                    idle_since = time.monotonic()
+                elif not frames and time.monotonic() - idle_since > self.settings.stall_timeout_s:
+                    if self._backlog_waiting():
+                        self._reconnect(report, f"no advisory for {self.settings.stall_timeout_s}s with a backlog")
+                    idle_since = time.monotonic()
+        finally:
+            self._disconnect()
+        return report
+
+    def _take_batch(self, deadline: float, stop: threading.Event) -> tuple[list[stomp.utils.Frame], bool]:
+        """Up to ``batch_size`` frames, waiting at most ``flush_interval_s`` after the first one."""
+        frames: list[stomp.utils.Frame] = []
+        flush_at: float | None = None
+        while len(frames) < self.settings.batch_size and not stop.is_set():
+            now = time.monotonic()
+            limit = min(deadline, flush_at) if flush_at is not None else min(deadline, now + 0.5)
+            if now >= limit:
+                break
+            try:
+                item = self._inbox.frames.get(timeout=limit - now)
+            except queue_mod.Empty:
+                if flush_at is not None or now >= deadline:
+                    break
+                if not frames:
+                    return frames, False
+                continue
+            if item is _DISCONNECTED:
+                # Frames received on a dead connection cannot be acked; the broker redelivers them.
+                return [], True
+            assert isinstance(item, stomp.utils.Frame)
+            frames.append(item)
+            if flush_at is None:
+                flush_at = time.monotonic() + self.settings.flush_interval_s
+        return frames, False
+
+    def _relay_batch(self, frames: list[stomp.utils.Frame], report: RelayReport) -> None:
+        records: list[ConsumedRecord] = []
+        rejected: list[tuple[stomp.utils.Frame, RejectedInputError]] = []
+        for frame in frames:
+            try:
+                records.append(parse_consumed_advisory(frame.headers, frame.body, self.topology))
+            except RejectedInputError as e:
+                rejected.append((frame, e))
+
+        if records:
+            written = self.writer.write(records)  # retries inside; raises if the ledger stays down
+            report.write_units += written.write_units
+            oldest = min(r.consumed_at_ms for r in records)
+            age_ms = max(0, int(self.clock() * 1000) - oldest)
+            report.oldest_age_ms = max(report.oldest_age_ms or 0, age_ms)
+            self.metrics.add_metric("Captured", "Count", len(records))
+            self.metrics.add_metric("CaptureBatchSize", "Count", len(records))
+            self.metrics.add_metric("CaptureWriteUnits", "Count", written.write_units)
+            self.metrics.add_metric("OldestAdvisoryAgeMs", "Milliseconds", age_ms)
+        for frame, error in rejected:
+            self._park(frame, error)
+            report.parked[error.reason.value] += 1
+            self.metrics.add_metric("Parked", "Count", 1)
+            logger.warning("advisory parked (%s): %s", error.reason.value, error.detail)
+
+        self._ack(frames)
+        report.batches += 1
+        report.captured += len(records)
+        report.captured_by_queue.update(r.queue for r in records)
+
+    def _park(self, frame: stomp.utils.Frame, error: RejectedInputError) -> None:
+        """Keep an unrecordable advisory, with why, on a queue operators can inspect and replay."""
+        connection = self._require_connection()
+        headers = {
+            "persistent": "true",
+            "brokersync-reason": error.reason.value,
+            "brokersync-detail": error.detail[:500],
+        }
+        for name in ("orignalMessageId", "orignalDestination", "original-destination"):
+            if name in frame.headers:
+                headers[f"brokersync-{name}"] = frame.headers[name]
+        connection.send(f"/queue/{PARKED_QUEUE}", frame.body, headers=headers)
+
+    def _ack(self, frames: list[stomp.utils.Frame]) -> None:
+        connection = self._require_connection()
+        for frame in frames:
+            connection.ack(frame.headers["ack"])
+
+    def _require_connection(self) -> stomp.Connection12:
+        if self._connection is None or not self._connection.is_connected():
+            raise BrokerUnavailableError("the relay's connection to the primary dropped before it could ack")
+        return self._connection
+
+    def _backlog_waiting(self) -> bool:
+        """Whether advisories wait on the broker while none reach us (the stall the watchdog exists for)."""
+        if self.statistics is None:
+            return True
+        try:
+            stats = self.statistics.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+        except BrokerSyncError:
+            return True
+        return stats is not None and stats.size > 0

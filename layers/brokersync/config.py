@@ -1,0 +1,52 @@
+"""Environment names and how each setting resolves: explicit argument → environment → default.
+
+Every environment variable the functions read is named here and nowhere else, so the
+template, the local world and the tests agree on one list.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import yaml
+
+from brokersync.topology import Topology, load_topology, parse_topology
+
+ENV_TOPOLOGY_FILE = "BROKERSYNC_TOPOLOGY_FILE"
+ENV_TOPOLOGY_PARAMETER = "BROKERSYNC_TOPOLOGY_PARAMETER"
+ENV_LEDGER_TABLE = "BROKERSYNC_LEDGER_TABLE"
+ENV_RELAY_MAX_SECONDS = "BROKERSYNC_RELAY_MAX_SECONDS"
+ENV_ROLE = "BROKERSYNC_ROLE"
+
+DEFAULT_TOPOLOGY_PARAMETER = "/brokersync/topology"
+DEFAULT_LEDGER_TABLE = "brokersync-ledger"
+DEFAULT_RELAY_MAX_SECONDS = 50.0
+
+
+def setting(
+    name: str, explicit: str | None = None, default: str | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    """Resolve one setting; raise ``KeyError`` naming the variable when it has no value at all."""
+    if explicit:
+        return explicit
+    value = (env if env is not None else os.environ).get(name) or default
+    if value is None:
+        raise KeyError(f"{name} is not set")
+    return value
+
+
+def runtime_topology(env: Mapping[str, str] | None = None) -> Topology:
+    """The topology a function runs with: a bundled file locally, the SSM parameter in AWS.
+
+    Imported lazily, powertools' parameter provider caches the value per cold start, so a
+    topology change reaches running functions within the cache age without a redeploy.
+    """
+    env = env if env is not None else os.environ
+    if path := env.get(ENV_TOPOLOGY_FILE):
+        return load_topology(path)
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (not needed locally)
+
+    name = setting(ENV_TOPOLOGY_PARAMETER, default=DEFAULT_TOPOLOGY_PARAMETER, env=env)
+    text = parameters.get_parameter(name, max_age=300)
+    return parse_topology(yaml.safe_load(str(text)), source=f"ssm:{name}")
