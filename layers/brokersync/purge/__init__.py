@@ -1,0 +1,1 @@
+"""Purge: removing from DR queues exactly the messages the ledger says were consumed on the primary."""
