@@ -23,6 +23,8 @@ CONSUMED_QUEUE = "BROKERSYNC.CONSUMED"
 RECEIPTS_QUEUE = "BROKERSYNC.RECEIPTS"
 #: ActiveMQ publishes a consumed advisory for queue Q on this topic + Q.
 CONSUMED_ADVISORY_PREFIX = "ActiveMQ.Advisory.MessageConsumed.Queue."
+#: Where the relay parks advisories it cannot record (with the reason in a header).
+PARKED_QUEUE = "BROKERSYNC.PARKED"
 #: Prefix of every network connector we render, so a merge can tell ours from the customer's.
 CONNECTOR_PREFIX = "brokersync-"
 
@@ -113,17 +115,16 @@ class Queue(_Strict):
 
 
 class BridgeTuning(_Strict):
-    """Network connector settings the renderer emits; defaults are the measured best (see README)."""
+    """Network connector settings; only what Amazon MQ lets a configuration set (see README)."""
 
     user: str | None = Field(
         default=None,
         description="Broker user the bridge authenticates as (Amazon MQ requires userName on TLS endpoints)",
     )
+    #: Network connectors opened in parallel to the DR broker, each consuming every Q.DR.
+    #: One bridge forwards persistent messages one synchronous store at a time; several
+    #: share the load (order across bridges is not kept; see README, "Copy throughput").
     parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
-    prefetch_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
-    conduit_subscriptions: bool = True
-    decrease_network_consumer_priority: bool = False
-    network_ttl: Annotated[int, Field(ge=1, le=10)] = 1
 
 
 class DrTuning(_Strict):

@@ -30,12 +30,10 @@ from brokersync.capture.records import ConsumedRecord, RejectedInputError
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.metrics import MetricsSink, NullMetrics
-from brokersync.topology import CONSUMED_QUEUE, Topology
+from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology
 
 logger = logging.getLogger(__name__)
 
-#: Where advisories that cannot be recorded go, with the reason in a header: parked, never dropped.
-PARKED_QUEUE = "BROKERSYNC.PARKED"
 #: The one transformation used for advisories everywhere (mixing them corrupted bodies).
 ADVISORY_TRANSFORMATION = "jms-advisory-json"
 _SUBSCRIPTION = "brokersync-relay"

@@ -1,0 +1,163 @@
+"""Merging a role's parts into a customer's configuration, idempotently.
+
+What we own is recognised by shape, not by markers a customer could delete:
+* a network connector whose name starts with ``brokersync-``;
+* a composite queue ``Q`` forwarding only to ``Q<suffix>``, a composite queue ``Q<suffix>``
+  forwarding only to ``Q``, and a composite topic on a consumed-advisory topic forwarding only
+  to ``BROKERSYNC.CONSUMED``.
+Owned pieces are replaced where they stand (stale ones, for queues no longer in the
+topology, are removed); everything else is kept. A customer composite queue that already
+has our name keeps its own forwards and gains ours. A synced queue's policy goes into the
+customer's entry for exactly that queue when there is one; otherwise a new entry starts as
+a copy of the most specific customer entry that matched the queue (often ``queue=">"``),
+so our exact-name entry does not silently take their settings away from that queue.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from lxml import etree
+
+from brokersync.exceptions import RenderError
+from brokersync.render.document import container, core, element, local_name, replace_run
+from brokersync.render.parts import RoleParts
+from brokersync.topology import CONNECTOR_PREFIX, CONSUMED_ADVISORY_PREFIX, CONSUMED_QUEUE, Topology
+
+
+def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
+    """Apply ``parts`` to the configuration ``root`` in place."""
+    if parts.destinations:
+        _merge_destinations(container(root, "destinations"), parts.destinations)
+    virtual = _existing(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
+    if parts.composites or virtual is not None:
+        virtual = (
+            virtual
+            if virtual is not None
+            else container(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
+        )
+        _merge_composites(virtual, parts.composites, topology)
+    if parts.policies:
+        _merge_policies(container(root, "destinationPolicy", "policyMap", "policyEntries"), parts.policies)
+    connectors = _existing(root, "networkConnectors")
+    if parts.connectors or connectors is not None:
+        connectors = connectors if connectors is not None else container(root, "networkConnectors")
+        ours = [
+            c
+            for c in connectors
+            if c.tag == core("networkConnector") and c.get("name", "").startswith(CONNECTOR_PREFIX)
+        ]
+        replace_run(connectors, ours, parts.connectors)
+    if parts.plugins:
+        plugins = container(root, "plugins")
+        for name in parts.plugins:
+            if not any(c.tag == core(name) for c in plugins):
+                plugins.append(element(name))
+    _drop_empty(root)
+
+
+def _existing(root: etree._Element, *path: str) -> etree._Element | None:
+    node: etree._Element | None = root
+    for name in path:
+        node = next((c for c in node if c.tag == core(name)), None) if node is not None else None
+    return node
+
+
+def _merge_destinations(destinations: etree._Element, names: list[str]) -> None:
+    present = {c.get("physicalName") for c in destinations if c.tag == core("queue")}
+    for name in names:
+        if name not in present:
+            destinations.append(element("queue", [("physicalName", name)]))
+            present.add(name)
+
+
+def _forward_targets(composite: etree._Element) -> list[tuple[str | None, str | None]]:
+    forward_to = composite.find(core("forwardTo"))
+    if forward_to is None:
+        return []
+    return [(local_name(t), t.get("physicalName")) for t in forward_to if local_name(t)]
+
+
+def _is_ours(composite: etree._Element, topology: Topology) -> bool:
+    name = composite.get("name", "")
+    targets = _forward_targets(composite)
+    if len(targets) != 1:
+        return False
+    kind, target = targets[0]
+    suffix = topology.dr_suffix
+    if composite.tag == core("compositeTopic"):
+        return name.startswith(CONSUMED_ADVISORY_PREFIX) and (kind, target) == ("queue", CONSUMED_QUEUE)
+    return kind == "queue" and (
+        target == f"{name}{suffix}" or (name.endswith(suffix) and target == name[: -len(suffix)])
+    )
+
+
+def _merge_composites(virtual: etree._Element, new: list[etree._Element], topology: Topology) -> None:
+    wanted = {(c.tag, c.get("name")): c for c in new}
+    ours: list[etree._Element] = []
+    for existing in list(virtual):
+        key = (existing.tag, existing.get("name"))
+        if _is_ours(existing, topology):
+            ours.append(existing)
+        elif key in wanted:
+            _extend_customer_composite(existing, wanted.pop(key))
+    replace_run(virtual, ours, [c for c in new if (c.tag, c.get("name")) in wanted])
+
+
+def _extend_customer_composite(existing: etree._Element, ours: etree._Element) -> None:
+    """A customer composite with our name: keep their forwards, add ours, refuse a contradiction."""
+    if existing.get("forwardOnly", "true") != ours.get("forwardOnly"):
+        raise RenderError(
+            f"{local_name(existing)} {existing.get('name')!r} already exists with forwardOnly="
+            f"{existing.get('forwardOnly', 'true')}; BrokerSync needs forwardOnly={ours.get('forwardOnly')} there"
+        )
+    forward_to = existing.find(core("forwardTo"))
+    if forward_to is None:
+        forward_to = element("forwardTo")
+        existing.append(forward_to)
+    present = {(local_name(t), t.get("physicalName")) for t in forward_to}
+    for kind, target in _forward_targets(ours):
+        if (kind, target) not in present and kind and target:
+            forward_to.append(element(kind, [("physicalName", target)]))
+
+
+def _pattern_matches(pattern: str, name: str) -> bool:
+    """ActiveMQ destination wildcards: ``*`` one segment, ``>`` the rest."""
+    pattern_parts, name_parts = pattern.split("."), name.split(".")
+    for index, part in enumerate(pattern_parts):
+        if part == ">":
+            return True
+        if index >= len(name_parts) or (part not in ("*", name_parts[index])):
+            return False
+    return len(pattern_parts) == len(name_parts)
+
+
+def _specificity(pattern: str) -> tuple[int, int]:
+    parts = pattern.split(".")
+    return (sum(p not in ("*", ">") for p in parts), len(parts))
+
+
+def _merge_policies(entries: etree._Element, policies: dict[str, list[tuple[str, str]]]) -> None:
+    queue_entries = [e for e in entries if e.tag == core("policyEntry") and e.get("queue")]
+    for queue, attributes in policies.items():
+        target = next((e for e in queue_entries if e.get("queue") == queue), None)
+        if target is None:
+            matching = [e for e in queue_entries if _pattern_matches(e.get("queue", ""), queue)]
+            if matching:
+                template = max(matching, key=lambda e: _specificity(e.get("queue", "")))
+                target = copy.deepcopy(template)
+                target.set("queue", queue)
+            else:
+                target = element("policyEntry", [("queue", queue)])
+            entries.append(target)
+            queue_entries.append(target)
+        for key, value in attributes:
+            target.set(key, value)
+
+
+def _drop_empty(root: etree._Element) -> None:
+    """Remove containers a merge left empty (a stale connector list, say): Amazon MQ keeps them otherwise."""
+    for name in ("networkConnectors",):
+        node = _existing(root, name)
+        if node is not None and len(node) == 0:
+            root.remove(node)

@@ -1,0 +1,123 @@
+"""What each role needs in its broker configuration, derived from the topology.
+
+Primary role, per queue Q (dr name Q.DR):
+* destinations Q and Q.DR (and BROKERSYNC.CONSUMED / RECEIPTS / PARKED);
+* composite queue Q (forwardOnly=false) that also forwards into Q.DR: the copy;
+* for sync queues only, a composite topic named after Q's consumed-advisory topic that
+  forwards into BROKERSYNC.CONSUMED, and ``advisoryForConsumed`` on Q's policy. Named per
+  queue: a wildcard would also catch the bridge's own consumption of Q.DR;
+* network connector(s) to the DR broker that statically include every Q.DR.
+
+DR role, per queue Q: destination Q; composite queue Q.DR (forwardOnly=true) into Q, so the
+bridged copy lands in Q; a policy that pages enough of Q into memory for selector
+consumers to find deep messages (the purge) and lets a browser see the whole queue.
+
+Both roles load ``statisticsBrokerPlugin``: queue counters over STOMP are the only
+counters Amazon MQ lets us read.
+
+CRDR pairs are replicated by Amazon MQ itself, so neither role renders the copy path (no
+composite queue, no connector); the capture and the policies are still rendered, because
+the ledger is what measures duplicates and drives the drill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from brokersync.render.document import element
+from brokersync.topology import (
+    CONNECTOR_PREFIX,
+    CONSUMED_ADVISORY_PREFIX,
+    CONSUMED_QUEUE,
+    PARKED_QUEUE,
+    RECEIPTS_QUEUE,
+    Broker,
+    Role,
+    Topology,
+)
+
+#: A queue that never exists: the bridge's only dynamically included destination, so that
+#: nothing but the static includes is bridged even if staticBridge were sanitized away.
+NOTHING_DYNAMIC = "BROKERSYNC.NOTHING"
+STATISTICS_PLUGIN = "statisticsBrokerPlugin"
+
+
+@dataclass
+class RoleParts:
+    """Everything one role contributes to a configuration, before merging."""
+
+    destinations: list[str] = field(default_factory=list)
+    composites: list[etree._Element] = field(default_factory=list)
+    policies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    connectors: list[etree._Element] = field(default_factory=list)
+    plugins: list[str] = field(default_factory=lambda: [STATISTICS_PLUGIN])
+
+
+def _forward(name: str, forward_only: bool, targets: list[tuple[str, str]]) -> etree._Element:
+    kind = "compositeTopic" if name.startswith(CONSUMED_ADVISORY_PREFIX) else "compositeQueue"
+    forward_to = element("forwardTo", children=[element(t, [("physicalName", n)]) for t, n in targets])
+    return element(kind, [("name", name), ("forwardOnly", str(forward_only).lower())], [forward_to])
+
+
+def connector_uri(peer: Broker) -> str:
+    """``masterslave:`` for an active/standby peer (two endpoints), ``static:`` for one."""
+    if len(peer.openwire) == 2:
+        return f"masterslave:({','.join(peer.openwire)})"
+    return f"static:({peer.openwire[0]})"
+
+
+def _connectors(topology: Topology, peer: Broker) -> list[etree._Element]:
+    count = topology.tuning.bridge.parallel_bridges
+    includes = [element("queue", [("physicalName", topology.dr_name(q))]) for q in topology.queues]
+    connectors = []
+    for index in range(1, count + 1):
+        name = f"{CONNECTOR_PREFIX}{peer.name}" + (f"-{index}" if count > 1 else "")
+        attributes = [("name", name), ("uri", connector_uri(peer)), ("duplex", "false"), ("staticBridge", "true")]
+        if topology.tuning.bridge.user and peer.uses_tls:
+            attributes.append(("userName", topology.tuning.bridge.user))
+        dynamic = element(
+            "dynamicallyIncludedDestinations", children=[element("queue", [("physicalName", NOTHING_DYNAMIC)])]
+        )
+        static = element(
+            "staticallyIncludedDestinations", children=[etree.fromstring(etree.tostring(i)) for i in includes]
+        )
+        connectors.append(element("networkConnector", attributes, [dynamic, static]))
+    return connectors
+
+
+def primary_parts(topology: Topology) -> RoleParts:
+    parts = RoleParts()
+    copy = not topology.is_crdr
+    for queue in topology.queues:
+        parts.destinations.append(queue.name)
+        if copy:
+            parts.destinations.append(topology.dr_name(queue))
+            parts.composites.append(_forward(queue.name, False, [("queue", topology.dr_name(queue))]))
+        if queue.captures_consumed:
+            parts.composites.append(_forward(CONSUMED_ADVISORY_PREFIX + queue.name, False, [("queue", CONSUMED_QUEUE)]))
+            parts.policies[queue.name] = [("advisoryForConsumed", "true")]
+    parts.destinations += [CONSUMED_QUEUE, RECEIPTS_QUEUE, PARKED_QUEUE]
+    if copy:
+        parts.connectors = _connectors(topology, topology.dr)
+    return parts
+
+
+def dr_parts(topology: Topology) -> RoleParts:
+    parts = RoleParts()
+    tuning = topology.tuning.dr
+    for queue in topology.queues:
+        parts.destinations.append(queue.name)
+        if not topology.is_crdr:
+            parts.composites.append(_forward(topology.dr_name(queue), True, [("queue", queue.name)]))
+        parts.policies[queue.name] = [
+            ("maxPageSize", str(tuning.max_page_size)),
+            ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
+            ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
+        ]
+    return parts
+
+
+def role_parts(topology: Topology, role: Role) -> RoleParts:
+    return primary_parts(topology) if role == "primary" else dr_parts(topology)
