@@ -1,0 +1,240 @@
+"""The local world: two real brokers running the rendered configurations, and moto as AWS.
+
+``up`` is idempotent: when ``env.json`` describes processes that are all still ours and
+answering, it does nothing. Processes recorded but gone (a stale pid after a reboot or a
+``kill -9``) are reported and cleaned up; a port taken by some other process is refused
+before anything starts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brokersync.render import render_configuration
+from brokersync.topology import Role, Topology
+from brokersync_local.broker_process import BrokerProcess
+from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
+from brokersync_local.moto_server import DEFAULT_REGION, MotoServer
+from brokersync_local.pids import pid_is_ours
+from brokersync_local.ports import LOOPBACK, port_answers, port_is_free
+from brokersync_local.wrapper import LocalPorts, wrap_for_local
+
+ROLES: tuple[Role, Role] = ("primary", "dr")
+
+
+@dataclass(frozen=True)
+class WorldPorts:
+    primary_openwire: int = 61616
+    primary_stomp: int = 61613
+    dr_openwire: int = 62616
+    dr_stomp: int = 62613
+    aws: int = 5005
+
+    def for_role(self, role: Role) -> LocalPorts:
+        if role == "primary":
+            return LocalPorts(self.primary_openwire, self.primary_stomp)
+        return LocalPorts(self.dr_openwire, self.dr_stomp)
+
+    def labelled(self) -> list[tuple[int, str]]:
+        return [
+            (self.primary_openwire, "primary openwire"),
+            (self.primary_stomp, "primary stomp"),
+            (self.dr_openwire, "DR openwire"),
+            (self.dr_stomp, "DR stomp"),
+            (self.aws, "moto AWS endpoint"),
+        ]
+
+
+def localise(topology: Topology, ports: WorldPorts) -> Topology:
+    """The topology with each broker's endpoints pointed at its loopback ports."""
+    endpoints = {}
+    for role in ROLES:
+        local = ports.for_role(role)
+        endpoints[topology.broker(role).name] = (
+            [f"tcp://{LOOPBACK}:{local.openwire}"],
+            [f"stomp://{LOOPBACK}:{local.stomp}"],
+        )
+    return topology.with_endpoints(endpoints)
+
+
+class LocalWorld:
+    """The brokers and moto of one state directory."""
+
+    def __init__(self, topology: Topology, state_dir: Path, ports: WorldPorts | None = None) -> None:
+        self.ports = ports or WorldPorts()
+        self.topology = localise(topology, self.ports)
+        self.state_dir = Path(state_dir).resolve()
+        self.brokers: dict[Role, BrokerProcess] = {
+            role: BrokerProcess(
+                name=self.topology.broker(role).name,
+                base_dir=self.state_dir / "brokers" / self.topology.broker(role).name,
+                ports=self.ports.for_role(role),
+            )
+            for role in ROLES
+        }
+        self.moto = MotoServer(self.ports.aws, self.state_dir / "moto")
+
+    @property
+    def env_file(self) -> Path:
+        return self.state_dir / "env.json"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def up(self, timeout_s: float = 60.0, log: Any = print) -> dict[str, Any]:
+        """Start everything that is not already running; return the env.json contents."""
+        if self.running():
+            log(f"local world already running (see {self.env_file})")
+            return self.read_env()
+        self._clear_stale(log)
+        for port, purpose in self.ports.labelled():
+            if not port_is_free(port):
+                raise PortTakenError(port, purpose)
+        started = time.monotonic()
+        try:
+            # DR first: the primary's bridge then connects on its first attempt.
+            for role in ("dr", "primary"):
+                self.start_broker(role)
+            self.moto.start()
+            deadline = started + timeout_s
+            for broker in self.brokers.values():
+                broker.wait_ready(max(1.0, deadline - time.monotonic()))
+            self.wait_for_bridges(deadline)
+        except BaseException:
+            self.down(log=lambda _msg: None)
+            raise
+        env = self._write_env()
+        log(f"local world up in {time.monotonic() - started:.1f}s: {self.env_file}")
+        return env
+
+    def start_broker(self, role: Role) -> BrokerProcess:
+        """(Re)write the broker's configuration for its current role and start it."""
+        broker = self.brokers[role]
+        configuration = render_configuration(self.topology, role)
+        broker.prepare(wrap_for_local(configuration, broker.name, broker.ports))
+        broker.start()
+        return broker
+
+    def wait_for_bridges(self, deadline: float) -> None:
+        """Wait until the primary reports every network connector's bridge established."""
+        if self.topology.is_crdr:
+            return
+        primary = self.brokers["primary"]
+        expected = self.topology.tuning.bridge.parallel_bridges
+        while primary.bridges_established() < expected:
+            if not primary.alive():
+                raise ProcessFailedError(f"broker {primary.name} exited\n{primary.log_tail()}")
+            if time.monotonic() > deadline:
+                raise ProcessFailedError(
+                    f"{primary.bridges_established()} of {expected} network bridges established in time\n"
+                    f"{primary.log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def down(self, log: Any = print) -> None:
+        """Stop, by pid, every process this state directory records or holds."""
+        recorded = self._recorded_pids()
+        for role, broker in self.brokers.items():
+            broker.pid = broker.pid or recorded.get(role)
+            if broker.alive():
+                log(f"stopping broker {broker.name} (pid {broker.pid})")
+            broker.stop()
+        self.moto.pid = self.moto.pid or recorded.get("aws")
+        if self.moto.alive():
+            log(f"stopping moto (pid {self.moto.pid})")
+        self.moto.stop()
+        self.env_file.unlink(missing_ok=True)
+
+    def destroy(self) -> None:
+        """Stop everything and delete the state directory (brokers' data included)."""
+        self.down(log=lambda _msg: None)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # -- state ----------------------------------------------------------------------------------
+    def running(self) -> bool:
+        if not self.env_file.exists():
+            return False
+        recorded = self._recorded_pids()
+        for role, broker in self.brokers.items():
+            pid = recorded.get(role)
+            if pid is None or not pid_is_ours(pid, broker.base_dir) or not port_answers(broker.ports.stomp):
+                return False
+            broker.pid = pid
+        moto_pid = recorded.get("aws")
+        if moto_pid is None or not pid_is_ours(moto_pid, "moto.server") or not port_answers(self.ports.aws):
+            return False
+        self.moto.pid = moto_pid
+        return True
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        recorded = self._recorded_pids()
+        result: dict[str, dict[str, Any]] = {}
+        for role, broker in self.brokers.items():
+            pid = recorded.get(role)
+            alive = pid is not None and pid_is_ours(pid, broker.base_dir)
+            result[role] = {
+                "name": broker.name,
+                "pid": pid,
+                "state": _state(pid, alive, port_answers(broker.ports.stomp)),
+                "stomp": f"{LOOPBACK}:{broker.ports.stomp}",
+                "openwire": f"{LOOPBACK}:{broker.ports.openwire}",
+            }
+        pid = recorded.get("aws")
+        alive = pid is not None and pid_is_ours(pid, "moto.server")
+        result["aws"] = {
+            "pid": pid,
+            "state": _state(pid, alive, port_answers(self.ports.aws)),
+            "endpoint": self.moto.endpoint,
+        }
+        return result
+
+    def read_env(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.env_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise LocalWorldError(f"cannot read {self.env_file}: {e}") from e
+
+    def _recorded_pids(self) -> dict[str, int]:
+        if not self.env_file.exists():
+            return {}
+        try:
+            env = self.read_env()
+        except LocalWorldError:
+            return {}
+        return {key: value["pid"] for key, value in env.items() if isinstance(value, dict) and "pid" in value}
+
+    def _clear_stale(self, log: Any) -> None:
+        if not self.env_file.exists():
+            return
+        for key, pid in self._recorded_pids().items():
+            log(f"{self.env_file}: recorded {key} process {pid} is not running; cleaning up")
+        self.down(log=log)
+
+    def _write_env(self) -> dict[str, Any]:
+        env: dict[str, Any] = {}
+        for role, broker in self.brokers.items():
+            env[role] = {
+                "name": broker.name,
+                "stomp": f"{LOOPBACK}:{broker.ports.stomp}",
+                "openwire": f"{LOOPBACK}:{broker.ports.openwire}",
+                "pid": broker.pid,
+                "data_dir": str(broker.data_dir),
+                "log": str(broker.log_file),
+            }
+        env["aws"] = {"endpoint": self.moto.endpoint, "region": DEFAULT_REGION, "pid": self.moto.pid}
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.env_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.env_file)
+        return env
+
+
+def _state(pid: int | None, alive: bool, answering: bool) -> str:
+    if pid is None:
+        return "stopped"
+    if not alive:
+        return f"stale (pid {pid} is gone)"
+    return "running" if answering else "starting"

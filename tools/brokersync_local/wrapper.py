@@ -1,0 +1,53 @@
+"""Wrapping a rendered Amazon MQ configuration in what Amazon MQ itself manages.
+
+Amazon MQ owns the transport connectors, the persistence location, the broker name and the
+Spring ``<beans>`` envelope; customers upload only the ``<broker>`` element. Locally we add
+exactly those pieces, so the broker runs the rendered configuration unchanged otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lxml import etree
+
+from brokersync.render.document import container, core, element, parse_configuration
+
+_BEANS = "http://www.springframework.org/schema/beans"
+_XSI = "http://www.w3.org/2001/XMLSchema-instance"
+_SCHEMA_LOCATION = (
+    "http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans.xsd "
+    "http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd"
+)
+
+
+@dataclass(frozen=True)
+class LocalPorts:
+    openwire: int
+    stomp: int
+
+
+def wrap_for_local(configuration: str, broker_name: str, ports: LocalPorts) -> str:
+    """The full xbean file a local broker runs: the Amazon MQ document plus the managed parts."""
+    broker = parse_configuration(configuration)
+    broker.set("brokerName", broker_name)
+    broker.set("dataDirectory", "${activemq.data}")
+    broker.set("useJmx", "false")
+    kahadb = container(broker, "persistenceAdapter", "kahaDB")
+    kahadb.set("directory", "${activemq.data}/kahadb")
+    transports = container(broker, "transportConnectors")
+    transports.clear()
+    transports.append(
+        element("transportConnector", [("name", "openwire"), ("uri", f"tcp://127.0.0.1:{ports.openwire}")])
+    )
+    transports.append(element("transportConnector", [("name", "stomp"), ("uri", f"stomp://127.0.0.1:{ports.stomp}")]))
+
+    beans = etree.Element(f"{{{_BEANS}}}beans", nsmap={None: _BEANS, "xsi": _XSI})
+    beans.set(f"{{{_XSI}}}schemaLocation", _SCHEMA_LOCATION)
+    etree.SubElement(
+        beans, f"{{{_BEANS}}}bean", {"class": "org.springframework.beans.factory.config.PropertyPlaceholderConfigurer"}
+    )
+    beans.append(broker)
+    assert broker.tag == core("broker")
+    etree.indent(beans, space="  ")
+    return etree.tostring(beans, encoding="unicode", xml_declaration=False) + "\n"
