@@ -93,18 +93,25 @@ class StatisticsClient:
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         """Counters of each named queue that exists on the broker (absent ones are simply missing)."""
+        return self._query(names, set(names))
+
+    def all_queue_stats(self) -> dict[str, QueueStats]:
+        """Counters of every queue on the broker (``>`` matches them all)."""
+        return self._query([">"], None)
+
+    def _query(self, patterns: list[str], wanted: set[str] | None) -> dict[str, QueueStats]:
         replies = _Replies()
         connection = self.connector.connect(replies, name="brokersync-statistics")
         try:
             connection.subscribe(_REPLY_TO, id="stats", ack="auto", headers={"transformation": "jms-map-json"})
-            for name in names:
-                connection.send(DESTINATION_PREFIX + name, "", headers={"reply-to": _REPLY_TO})
+            for pattern in patterns:
+                connection.send(DESTINATION_PREFIX + pattern, "", headers={"reply-to": _REPLY_TO})
             connection.send(BROKER_DESTINATION, "", headers={"reply-to": _REPLY_TO})
-            return self._collect(replies, set(names))
+            return self._collect(replies, wanted)
         finally:
             connection.disconnect()
 
-    def _collect(self, replies: _Replies, wanted: set[str]) -> dict[str, QueueStats]:
+    def _collect(self, replies: _Replies, wanted: set[str] | None) -> dict[str, QueueStats]:
         found: dict[str, QueueStats] = {}
         deadline = time.monotonic() + self.timeout_s
         while (remaining := deadline - time.monotonic()) > 0:
@@ -118,7 +125,7 @@ class StatisticsClient:
                 return found
             if destination.startswith("queue://"):
                 stats = _stats_from_map(values)
-                if stats.name in wanted:
+                if wanted is None or stats.name in wanted:
                     found[stats.name] = stats
         raise BrokerUnavailableError(
             f"{self.connector.describe()} did not answer statistics queries within {self.timeout_s}s "

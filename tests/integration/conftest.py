@@ -1,0 +1,79 @@
+"""A real primary/DR pair (and moto), started once per test session on ports of its own.
+
+The ports differ from `brokersync local up`'s defaults so that a demo left running does not
+collide with the test suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology, load_topology
+from brokersync_local.world import LocalWorld, WorldPorts
+from tests.integration.stomp_helpers import drain
+
+TEST_PORTS = WorldPorts(primary_openwire=61626, primary_stomp=61623, dr_openwire=62626, dr_stomp=62623, aws=5015)
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory, topology_path: Path) -> Iterator[LocalWorld]:
+    world = LocalWorld(load_topology(topology_path), tmp_path_factory.mktemp("world"), TEST_PORTS)
+    world.up(timeout_s=90, log=lambda _msg: None)
+    try:
+        yield world
+    finally:
+        world.destroy()
+
+
+@pytest.fixture(scope="session")
+def topology(world: LocalWorld) -> Topology:
+    """The topology as the local world runs it (endpoints on loopback)."""
+    return world.topology
+
+
+@pytest.fixture(scope="session")
+def primary(world: LocalWorld) -> StompConnector:
+    return StompConnector(world.topology.primary.stomp)
+
+
+@pytest.fixture(scope="session")
+def dr(world: LocalWorld) -> StompConnector:
+    return StompConnector(world.topology.dr.stomp)
+
+
+@pytest.fixture(scope="session")
+def dr_stats(dr: StompConnector) -> StatisticsClient:
+    return StatisticsClient(dr)
+
+
+@pytest.fixture(scope="session")
+def primary_stats(primary: StompConnector) -> StatisticsClient:
+    return StatisticsClient(primary)
+
+
+@pytest.fixture(autouse=True)
+def empty_queues(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every broker test starts and ends with the synced queues and the capture queues empty."""
+    if "world" not in request.fixturenames and not any(
+        name in request.fixturenames for name in ("primary", "dr", "topology")
+    ):
+        yield
+        return
+    world: LocalWorld = request.getfixturevalue("world")
+    yield
+    _drain_everything(world)
+
+
+def _drain_everything(world: LocalWorld) -> None:
+    topology = world.topology
+    primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
+    for queue in topology.queues:
+        drain(primary, queue.name)
+        drain(dr, queue.name)
+    drain(primary, CONSUMED_QUEUE, transformation="jms-advisory-json")
+    drain(primary, PARKED_QUEUE)

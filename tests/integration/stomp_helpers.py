@@ -1,0 +1,77 @@
+"""Small STOMP helpers for broker tests: send, receive with a deadline, drain."""
+
+from __future__ import annotations
+
+import queue as queue_mod
+import time
+
+import stomp
+
+from brokersync.broker.stomp import StompConnector
+
+
+class _Collector(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.put(frame)
+
+
+def receive(
+    connector: StompConnector,
+    queue: str,
+    count: int,
+    *,
+    timeout_s: float = 10.0,
+    settle_s: float = 0.0,
+    transformation: str | None = None,
+    ack: bool = True,
+) -> list[stomp.utils.Frame]:
+    """Consume up to ``count`` frames within ``timeout_s``, then keep listening ``settle_s`` for extras."""
+    collector = _Collector()
+    connection = connector.connect(collector, name="test-receiver")
+    headers = {"activemq.prefetchSize": "100"}
+    if transformation:
+        headers["transformation"] = transformation
+    connection.subscribe(f"/queue/{queue}", id="r", ack="client-individual", headers=headers)
+    frames: list[stomp.utils.Frame] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(frames) < count and time.monotonic() < deadline:
+            try:
+                frames.append(collector.frames.get(timeout=max(0.01, deadline - time.monotonic())))
+            except queue_mod.Empty:
+                break
+        settle_until = time.monotonic() + settle_s
+        while time.monotonic() < settle_until:
+            try:
+                frames.append(collector.frames.get(timeout=max(0.01, settle_until - time.monotonic())))
+            except queue_mod.Empty:
+                break
+        if ack:
+            for frame in frames:
+                connection.ack(frame.headers["ack"])
+        connection.unsubscribe("r", headers={"receipt": "unsubscribed"})
+        time.sleep(0.05)
+    finally:
+        connection.disconnect()
+    return frames
+
+
+def drain(connector: StompConnector, queue: str, transformation: str | None = None) -> int:
+    """Consume and ack everything currently on ``queue``."""
+    total = 0
+    while True:
+        frames = receive(connector, queue, 10_000, timeout_s=0.5, transformation=transformation)
+        total += len(frames)
+        if not frames:
+            return total
+
+
+def send(connector: StompConnector, queue: str, body: str, headers: dict[str, str]) -> None:
+    connection = connector.connect(name="test-sender")
+    try:
+        connection.send(f"/queue/{queue}", body, headers={"persistent": "true", **headers})
+    finally:
+        connection.disconnect()
