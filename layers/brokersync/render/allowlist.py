@@ -326,6 +326,23 @@ CHILDREN: dict[str, frozenset[str]] = {
     "memoryUsage": frozenset({"memoryUsage"}),
 }
 
+# The wrappers inside a policyEntry hold one strategy, cursor or policy each.
+for _wrapper in (
+    "deadLetterStrategy",
+    "dispatchPolicy",
+    "messageEvictionStrategy",
+    "messageGroupMapFactory",
+    "pendingDurableSubscriberPolicy",
+    "pendingMessageLimitStrategy",
+    "pendingQueuePolicy",
+    "pendingSubscriberPolicy",
+    "slowConsumerStrategy",
+    "subscriptionRecoveryPolicy",
+):
+    CHILDREN[_wrapper] = _POLICY_PARTS
+CHILDREN["sharedDeadLetterStrategy"] = frozenset({"deadLetterQueue"})
+CHILDREN["deadLetterQueue"] = _DESTINATIONS
+
 #: Attributes we render although the prose documentation does not list them (see module docstring).
 UNDOCUMENTED_BUT_RENDERED = frozenset({("networkConnector", "staticBridge")})
 

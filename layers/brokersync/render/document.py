@@ -75,6 +75,9 @@ def container(parent: etree._Element, *path: str) -> etree._Element:
             if after is None:
                 node.append(found)
             else:
+                # A comment right above a sibling describes that sibling: stay above the comment.
+                while (previous := after.getprevious()) is not None and local_name(previous) is None:
+                    after = previous
                 after.addprevious(found)
         node = found
     return node
