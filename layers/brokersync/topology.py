@@ -130,6 +130,12 @@ class BridgeTuning(_Strict):
 class DrTuning(_Strict):
     """DR queue policy: selector consumers only see what is paged into memory (see DESIGN.md)."""
 
+    #: How the DR broker's journal reaches disk. One synchronous store per bridged message is
+    #: the copy path's bottleneck (README, "Copy throughput"): ``periodic`` syncs every
+    #: ``journal_sync_interval_ms`` instead, which more than doubles the bridge's rate at the
+    #: price of losing up to that interval of copies if the DR broker's host fails abruptly.
+    journal_disk_sync: Literal["always", "periodic"] = "periodic"
+    journal_sync_interval_ms: Annotated[int, Field(ge=100, le=10_000)] = 1000
     max_page_size: Annotated[int, Field(ge=200, le=1_000_000)] = 200_000
     max_browse_page_size: Annotated[int, Field(ge=400, le=1_000_000)] = 200_000
     memory_limit_mb: Annotated[int, Field(ge=1, le=65_536)] = 128

@@ -38,6 +38,12 @@ def _cmd_local(args: argparse.Namespace) -> int:
     return commands.run(args)
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from brokersync_local.demo import main_demo  # noqa: PLC0415 (dev-only harness)
+
+    return main_demo(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brokersync", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     local_sub.add_parser("down", help="stop what `up` started, by pid")
     local_sub.add_parser("status", help="print the state of each local process")
     local.set_defaults(func=_cmd_local)
+
+    demo = sub.add_parser("demo", help="the local pair copying a burst of messages to DR, shown live")
+    demo.add_argument("--topology", default="topology.yaml")
+    demo.add_argument("--state-dir", default=".brokersync/local")
+    demo.add_argument("--messages", type=int, default=300, help="messages in the burst (default 300)")
+    demo.add_argument("--keep", action="store_true", help="leave the local world running afterwards")
+    demo.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -48,6 +48,10 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
             if c.tag == core("networkConnector") and c.get("name", "").startswith(CONNECTOR_PREFIX)
         ]
         replace_run(connectors, ours, parts.connectors)
+    if parts.journal:
+        kahadb = container(root, "persistenceAdapter", "kahaDB")
+        for key, value in parts.journal:
+            kahadb.set(key, value)
     if parts.plugins:
         plugins = container(root, "plugins")
         for name in parts.plugins:

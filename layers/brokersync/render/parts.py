@@ -10,7 +10,8 @@ Primary role, per queue Q (dr name Q.DR):
 
 DR role, per queue Q: destination Q; composite queue Q.DR (forwardOnly=true) into Q, so the
 bridged copy lands in Q; a policy that pages enough of Q into memory for selector
-consumers to find deep messages (the purge) and lets a browser see the whole queue.
+consumers to find deep messages (the purge) and lets a browser see the whole queue; and,
+unless the topology asks for ``always``, a periodic journal sync (see DrTuning).
 
 Both roles load ``statisticsBrokerPlugin``: queue counters over STOMP are the only
 counters Amazon MQ lets us read.
@@ -52,6 +53,7 @@ class RoleParts:
     composites: list[etree._Element] = field(default_factory=list)
     policies: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     connectors: list[etree._Element] = field(default_factory=list)
+    journal: list[tuple[str, str]] = field(default_factory=list)
     plugins: list[str] = field(default_factory=lambda: [STATISTICS_PLUGIN])
 
 
@@ -115,6 +117,11 @@ def dr_parts(topology: Topology) -> RoleParts:
             ("maxPageSize", str(tuning.max_page_size)),
             ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
             ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
+        ]
+    if tuning.journal_disk_sync == "periodic":
+        parts.journal = [
+            ("journalDiskSyncStrategy", "periodic"),
+            ("journalDiskSyncInterval", str(tuning.journal_sync_interval_ms)),
         ]
     return parts
 

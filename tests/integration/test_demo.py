@@ -1,0 +1,23 @@
+"""`make demo`'s copy burst runs against a pair that is already up and verifies every copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brokersync_local.demo import DemoSettings, run_demo
+from brokersync_local.world import LocalWorld
+from tests.integration.conftest import TEST_PORTS
+
+pytestmark = pytest.mark.broker
+
+
+def test_the_demo_burst_arrives_on_dr_and_every_copy_is_verified(world: LocalWorld, topology_path: Path) -> None:
+    lines: list[str] = []
+
+    code = run_demo(DemoSettings(topology_path, world.state_dir, messages=60, ports=TEST_PORTS), out=lines.append)
+
+    assert code == 0
+    assert "verified on orders-usw2: 60/60 copies with the same correlation id and body" in lines
+    assert world.running(), "a world the demo did not start is left running"
