@@ -1,0 +1,35 @@
+"""The consumed-message ledger: a DynamoDB global table, written in batches.
+
+``Ledger`` holds the logic once; ``DynamoDBBackend`` and ``MemoryBackend`` hold the items.
+See ``ledger.py`` for the layout and why it costs what it costs.
+"""
+
+from __future__ import annotations
+
+from brokersync.ledger.base import LedgerStore, PendingKey, WriteReport
+from brokersync.ledger.dynamodb import DynamoDBBackend, ledger_model
+from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
+from brokersync.ledger.ledger import Ledger
+from brokersync.ledger.memory import MemoryBackend
+
+__all__ = [
+    "DynamoDBBackend",
+    "Ledger",
+    "LedgerError",
+    "LedgerStore",
+    "LedgerUnavailableError",
+    "MemoryBackend",
+    "PendingKey",
+    "WriteReport",
+    "dynamodb_ledger",
+    "ledger_model",
+    "memory_ledger",
+]
+
+
+def memory_ledger(**options: object) -> Ledger:
+    return Ledger(MemoryBackend(), **options)  # type: ignore[arg-type]
+
+
+def dynamodb_ledger(table_name: str, region: str | None = None, host: str | None = None, **options: object) -> Ledger:
+    return Ledger(DynamoDBBackend(ledger_model(table_name, region, host)), **options)  # type: ignore[arg-type]

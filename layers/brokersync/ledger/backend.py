@@ -1,0 +1,104 @@
+"""The storage contract the ledger logic runs on, and the item layout it implies.
+
+Three kinds of item live in one table (keys ``pk``/``sk``, TTL attribute ``expires_at``):
+
+* capture ``C#<queue>#<shard>`` / ``<bucket ms>``: the keys consumed from a queue in one
+  250 ms bucket of consume time, as sets. ULID keys are 18-byte elements (16-byte ULID +
+  2-byte ms offset in the bucket); message-id keys are ``"<offset>|<id>"`` strings. Writes
+  ADD to the sets, so recording a key twice is a no-op: replays cannot duplicate anything.
+  Written in the primary region only.
+* work pointer ``Q#<queue>`` / ``<write ms>#<digest>``: one per write, naming the capture
+  items it touched. The DR purge loop reads pointers oldest first and deletes one when all
+  its items are resolved; a new write always makes a new pointer, so a delete in one region
+  can never hide keys added in the other (global tables resolve per item, last writer wins).
+* marks ``P#<queue>#<shard>`` / ``<bucket ms>``: the elements of the matching capture item
+  the purge removed (``purged``) or gave up on (``missing``). Written in the DR region only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+BUCKET_MS = 250
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRef:
+    shard: int
+    bucket_ms: int
+
+
+@dataclass
+class KeySets:
+    """The set attributes of a capture or marks item."""
+
+    ulids: set[bytes] = field(default_factory=set)
+    message_ids: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.ulids or self.message_ids)
+
+
+@dataclass
+class Marks:
+    purged: KeySets = field(default_factory=KeySets)
+    missing: KeySets = field(default_factory=KeySets)
+
+
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    sk: str
+    refs: tuple[ItemRef, ...]
+
+
+class TableBackend(ABC):
+    """Item operations on the ledger table; the DynamoDB adapter and the in-memory one implement them."""
+
+    @abstractmethod
+    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
+        """ADD ``keys`` to the capture item; return the item's size in bytes afterwards."""
+
+    @abstractmethod
+    def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
+        """Write a work pointer; return its size in bytes."""
+
+    @abstractmethod
+    def pointers(self, queue: str, limit: int) -> list[Pointer]:
+        """The oldest ``limit`` work pointers of ``queue``."""
+
+    @abstractmethod
+    def delete_pointer(self, queue: str, sk: str) -> None: ...
+
+    @abstractmethod
+    def captured(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, KeySets]:
+        """Capture items by reference (absent ones are left out)."""
+
+    @abstractmethod
+    def captured_range(
+        self, queue: str, shard: int, first_bucket_ms: int, last_bucket_ms: int
+    ) -> Iterator[tuple[int, KeySets]]:
+        """Capture items of one shard whose bucket lies in ``[first, last]``, ascending."""
+
+    @abstractmethod
+    def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]: ...
+
+    @abstractmethod
+    def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:
+        """ADD to the marks item's sets; return its size in bytes afterwards."""
+
+
+def item_size(pk: str, sk: str, keys: KeySets, extra_attributes: int = 1) -> int:
+    """DynamoDB's size of a capture/marks item: attribute names plus values (numbers ~8 bytes)."""
+    size = len("pk") + len(pk.encode()) + len("sk") + len(sk.encode())
+    if keys.ulids:
+        size += len("u") + sum(len(e) for e in keys.ulids)
+    if keys.message_ids:
+        size += len("m") + sum(len(e.encode()) for e in keys.message_ids)
+    return size + extra_attributes * (len("expires_at") + 8)
+
+
+def write_units(size_bytes: int) -> int:
+    """Standard write units for one write of an item this size (1 per started KB)."""
+    return max(1, -(-size_bytes // 1024))

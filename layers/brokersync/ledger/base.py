@@ -1,0 +1,62 @@
+"""The ledger port: what capture, purge, dedupe and repair need of the consumed-message ledger."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WriteReport:
+    items: int
+    write_units: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingKey:
+    """A key consumed on the primary and not yet removed from DR (nor given up on as missing)."""
+
+    key: str
+    consumed_at_ms: int
+    #: Where the ledger holds this key (a key recorded twice, by an advisory and a receipt,
+    #: has two places); marking resolves all of them. Opaque to callers.
+    locations: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+
+class LedgerStore(ABC):
+    """Where consumed keys are recorded (primary region) and resolved (DR region).
+
+    Writes are idempotent at the key level: recording a key again, or marking it purged
+    again, changes nothing any read returns.
+    """
+
+    @abstractmethod
+    def record(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+        """Record ``(key, consumed_at_ms)`` pairs consumed from ``queue``, as one batch."""
+
+    @abstractmethod
+    def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
+        """Up to ``limit`` unresolved keys of ``queue``, oldest consume first."""
+
+    @abstractmethod
+    def mark_purged(self, queue: str, keys: Sequence[str]) -> WriteReport:
+        """The purge removed these keys' messages from DR."""
+
+    @abstractmethod
+    def mark_missing(self, queue: str, keys: Sequence[str]) -> WriteReport:
+        """These keys never showed up on DR within the cutoff: counted, no longer pending."""
+
+    @abstractmethod
+    def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
+        """Keys consumed from ``queue`` in ``[start_ms, end_ms)``, each once, in consume order."""
+
+    @abstractmethod
+    def was_consumed(self, queue: str, key: str, window: timedelta) -> bool:
+        """Whether ``key`` was consumed from ``queue`` within ``window`` of its creation (or of now)."""
+
+    def add_pending(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+        """Repair path: keys reconciliation found on DR although consumed; the purge removes them."""
+        return self.record(queue, entries)

@@ -1,0 +1,167 @@
+"""The DynamoDB backend (pynamodb), and the translation of its errors into ledger errors.
+
+Throttling and transient service errors become :class:`LedgerUnavailableError` (retryable);
+pynamodb's own retries run first (botocore's standard mode), the capture writer's backoff
+after that. Errors are classified by the botocore error code, never by message text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pynamodb.attributes import BinarySetAttribute, TTLAttribute, UnicodeAttribute, UnicodeSetAttribute
+from pynamodb.exceptions import PynamoDBException
+from pynamodb.models import Model
+
+from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, item_size
+from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
+
+T = TypeVar("T")
+
+RETRYABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+    }
+)
+
+
+class LedgerItem(Model):
+    """Every ledger item; which attributes are set depends on the item kind (see backend.py)."""
+
+    class Meta:
+        table_name = "brokersync-ledger"
+        max_retry_attempts = 5
+        base_backoff_ms = 25
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    u = BinarySetAttribute(legacy_encoding=False, null=True)
+    m = UnicodeSetAttribute(null=True)
+    pu = BinarySetAttribute(legacy_encoding=False, null=True)
+    pm = UnicodeSetAttribute(null=True)
+    xu = BinarySetAttribute(legacy_encoding=False, null=True)
+    xm = UnicodeSetAttribute(null=True)
+    refs = UnicodeAttribute(null=True)
+    expires_at = TTLAttribute(null=True)
+
+
+def ledger_model(table_name: str, region: str | None = None, host: str | None = None) -> type[LedgerItem]:
+    """A model class bound to one table (and, locally, to moto's endpoint)."""
+    meta = type("Meta", (), {**LedgerItem.Meta.__dict__, "table_name": table_name, "region": region, "host": host})
+    return type("BoundLedgerItem", (LedgerItem,), {"Meta": meta})
+
+
+def _translate(operation: Callable[[], T]) -> T:
+    try:
+        return operation()
+    except PynamoDBException as e:
+        code = getattr(e, "cause_response_code", None)
+        if code in RETRYABLE_CODES or code is None:
+            raise LedgerUnavailableError(f"ledger unavailable ({code or 'connection'}): {e.msg}") from e
+        raise LedgerError(f"ledger request failed ({code}): {e.msg}") from e
+
+
+def _expiry(epoch_seconds: int) -> datetime:
+    return datetime.fromtimestamp(epoch_seconds, UTC)
+
+
+def _refs_text(refs: Sequence[ItemRef]) -> str:
+    return ",".join(f"{r.shard}:{r.bucket_ms}" for r in refs)
+
+
+def _refs(text: str | None) -> tuple[ItemRef, ...]:
+    if not text:
+        return ()
+    return tuple(ItemRef(int(s), int(b)) for s, _, b in (part.partition(":") for part in text.split(",")))
+
+
+class DynamoDBBackend(TableBackend):
+    def __init__(self, model: type[LedgerItem]) -> None:
+        self.model = model
+
+    def _capture_key(self, queue: str, ref: ItemRef) -> tuple[str, str]:
+        return f"C#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}"
+
+    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
+        pk, sk = self._capture_key(queue, ref)
+        item = self.model(pk, sk)
+        actions: list[Any] = [self.model.expires_at.set(_expiry(expires_at))]
+        if keys.ulids:
+            actions.append(self.model.u.add(keys.ulids))
+        if keys.message_ids:
+            actions.append(self.model.m.add(keys.message_ids))
+        _translate(lambda: item.update(actions=actions, add_version_condition=False))
+        return item_size(pk, sk, KeySets(set(item.u or ()), set(item.m or ())))
+
+    def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
+        item = self.model(f"Q#{queue}", pointer.sk, refs=_refs_text(pointer.refs), expires_at=_expiry(expires_at))
+        _translate(item.save)
+        return len(f"Q#{queue}") + len(pointer.sk) + len(item.refs or "") + 30
+
+    def pointers(self, queue: str, limit: int) -> list[Pointer]:
+        def run() -> list[Pointer]:
+            return [
+                Pointer(sk=i.sk, refs=_refs(i.refs))
+                for i in self.model.query(f"Q#{queue}", scan_index_forward=True, limit=limit, consistent_read=False)
+            ]
+
+        return _translate(run)
+
+    def delete_pointer(self, queue: str, sk: str) -> None:
+        _translate(self.model(f"Q#{queue}", sk).delete)
+
+    def captured(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, KeySets]:
+        keys = {self._capture_key(queue, r): r for r in refs}
+
+        def run() -> dict[ItemRef, KeySets]:
+            found = {}
+            for item in self.model.batch_get(list(keys)):
+                found[keys[(item.pk, item.sk)]] = KeySets(set(item.u or ()), set(item.m or ()))
+            return found
+
+        return _translate(run)
+
+    def captured_range(
+        self, queue: str, shard: int, first_bucket_ms: int, last_bucket_ms: int
+    ) -> Iterator[tuple[int, KeySets]]:
+        condition = self.model.sk.between(f"{first_bucket_ms:013d}", f"{last_bucket_ms:013d}")
+        items = _translate(lambda: list(self.model.query(f"C#{queue}#{shard}", range_key_condition=condition)))
+        for item in items:
+            yield int(item.sk), KeySets(set(item.u or ()), set(item.m or ()))
+
+    def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]:
+        keys = {(f"P#{queue}#{r.shard}", f"{r.bucket_ms:013d}"): r for r in refs}
+
+        def run() -> dict[ItemRef, Marks]:
+            found = {}
+            for item in self.model.batch_get(list(keys)):
+                found[keys[(item.pk, item.sk)]] = Marks(
+                    purged=KeySets(set(item.pu or ()), set(item.pm or ())),
+                    missing=KeySets(set(item.xu or ()), set(item.xm or ())),
+                )
+            return found
+
+        return _translate(run)
+
+    def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:
+        pk, sk = f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}"
+        item = self.model(pk, sk)
+        actions: list[Any] = [self.model.expires_at.set(_expiry(expires_at))]
+        for attribute, values in (
+            (self.model.pu, marks.purged.ulids),
+            (self.model.pm, marks.purged.message_ids),
+            (self.model.xu, marks.missing.ulids),
+            (self.model.xm, marks.missing.message_ids),
+        ):
+            if values:
+                actions.append(attribute.add(values))
+        _translate(lambda: item.update(actions=actions, add_version_condition=False))
+        both = KeySets(set(item.pu or ()) | set(item.xu or ()), set(item.pm or ()) | set(item.xm or ()))
+        return item_size(pk, sk, both)

@@ -1,0 +1,194 @@
+"""The ledger contract, identical for the in-memory and the DynamoDB backend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+from ulid import ULID
+
+from brokersync.ledger import Ledger, LedgerError, dynamodb_ledger, memory_ledger
+from brokersync.ledger.schema import create_ledger_table
+from tests.unit.ledger.conftest import NOW, Clock
+
+T0 = int(NOW * 1000)
+MESSAGE_ID = "ID:ip-10-0-1-23.ec2.internal-38123-1795340000000-3:1:1:1:{}"
+
+
+def _ulids(n: int, at_ms: int = T0 - 5_000) -> list[str]:
+    return [str(ULID.from_timestamp(at_ms / 1000)) for _ in range(n)]
+
+
+def _entries(keys: list[str], start_ms: int = T0, step_ms: int = 1) -> list[tuple[str, int]]:
+    return [(key, start_ms + i * step_ms) for i, key in enumerate(keys)]
+
+
+def test_n_consumed_messages_are_n_pending_keys(ledger: Ledger) -> None:
+    keys = _ulids(300)
+
+    ledger.record("ORDERS", _entries(keys))
+
+    assert sorted(p.key for p in ledger.pending("ORDERS", limit=1000)) == sorted(keys)
+
+
+def test_replaying_the_same_batch_changes_nothing(ledger: Ledger) -> None:
+    entries = _entries(_ulids(50))
+    ledger.record("ORDERS", entries)
+    before = ledger.pending("ORDERS")
+
+    ledger.record("ORDERS", entries[10:30])
+    ledger.record("ORDERS", entries)
+
+    assert ledger.pending("ORDERS") == before
+    assert len(ledger.consumed_between("ORDERS", T0, T0 + 10_000)) == 50
+
+
+def test_pending_keys_come_oldest_consumed_first(ledger: Ledger) -> None:
+    keys = _ulids(20)
+    ledger.record("ORDERS", _entries(keys[10:], start_ms=T0 + 1_000))
+    ledger.record("ORDERS", _entries(keys[:10], start_ms=T0))
+
+    assert [p.key for p in ledger.pending("ORDERS", limit=20)] == keys
+
+
+def test_queues_are_kept_apart(ledger: Ledger) -> None:
+    ledger.record("ORDERS", _entries(_ulids(3)))
+
+    assert ledger.pending("PAYMENTS") == []
+
+
+def test_purged_keys_are_no_longer_pending_and_marking_twice_is_harmless(ledger: Ledger) -> None:
+    keys = _ulids(10)
+    ledger.record("ORDERS", _entries(keys))
+    first_four = ledger.pending("ORDERS")[:4]
+
+    ledger.mark_purged("ORDERS", first_four)
+    ledger.mark_purged("ORDERS", first_four)
+
+    assert [p.key for p in ledger.pending("ORDERS")] == keys[4:]
+
+
+def test_missing_keys_are_no_longer_pending(ledger: Ledger) -> None:
+    ledger.record("ORDERS", _entries(_ulids(3)))
+    pending = ledger.pending("ORDERS")
+
+    ledger.mark_missing("ORDERS", pending[:1])
+    ledger.mark_purged("ORDERS", pending[1:])
+
+    assert ledger.pending("ORDERS") == []
+
+
+def test_a_key_recorded_twice_at_different_times_is_resolved_by_one_mark(ledger: Ledger) -> None:
+    [key] = _ulids(1)
+    ledger.record("ORDERS", [(key, T0)])
+    ledger.record("ORDERS", [(key, T0 + 900)])
+
+    [pending] = ledger.pending("ORDERS")
+    ledger.mark_purged("ORDERS", [pending])
+
+    assert pending.consumed_at_ms == T0
+    assert ledger.pending("ORDERS") == []
+
+
+def test_consumed_between_is_exact_at_both_boundaries(ledger: Ledger) -> None:
+    keys = _ulids(5)
+    ledger.record("ORDERS", _entries(keys, start_ms=T0, step_ms=100))
+
+    assert ledger.consumed_between("ORDERS", T0 + 100, T0 + 300) == keys[1:3]
+    assert ledger.consumed_between("ORDERS", T0, T0 + 1) == keys[:1]
+
+
+def test_message_id_keys_are_recorded_and_resolved_too(ledger: Ledger) -> None:
+    keys = [MESSAGE_ID.format(i) for i in range(5)]
+    ledger.record("PAYMENTS", _entries(keys))
+
+    ledger.mark_purged("PAYMENTS", ledger.pending("PAYMENTS")[:2])
+
+    assert [p.key for p in ledger.pending("PAYMENTS")] == keys[2:]
+
+
+def test_was_consumed_finds_a_ulid_consumed_after_its_creation(ledger: Ledger) -> None:
+    consumed, other = _ulids(2)
+    ledger.record("ORDERS", [(consumed, T0)])
+
+    assert ledger.was_consumed("ORDERS", consumed, timedelta(minutes=15))
+    assert not ledger.was_consumed("ORDERS", other, timedelta(minutes=15))
+    assert not ledger.was_consumed("PAYMENTS", consumed, timedelta(minutes=15))
+
+
+def test_was_consumed_finds_a_recent_message_id(ledger: Ledger) -> None:
+    ledger.record("PAYMENTS", [(MESSAGE_ID.format(7), T0 - 1_000)])
+
+    assert ledger.was_consumed("PAYMENTS", MESSAGE_ID.format(7), timedelta(minutes=5))
+    assert not ledger.was_consumed("PAYMENTS", MESSAGE_ID.format(8), timedelta(minutes=5))
+
+
+def test_an_invalid_key_is_refused_and_nothing_is_written(ledger: Ledger) -> None:
+    with pytest.raises(LedgerError, match="not a valid"):
+        ledger.record("ORDERS", [*_entries(_ulids(2)), ("order-42", T0)])
+
+    assert ledger.pending("ORDERS") == []
+
+
+def test_repair_adds_keys_as_new_pending_work(ledger: Ledger, clock: Clock) -> None:
+    keys = _ulids(3, at_ms=T0 - 86_400_000)
+    clock.now += 60
+
+    ledger.add_pending("ORDERS", [(k, 0) for k in keys])
+
+    assert {p.key for p in ledger.pending("ORDERS")} == set(keys)
+
+
+def test_a_full_batch_costs_well_under_fifty_write_units_per_thousand_keys(ledger: Ledger) -> None:
+    units = 0.0
+    for batch in range(4):
+        report = ledger.record("ORDERS", _entries(_ulids(500), start_ms=T0 + batch * 100, step_ms=0))
+        units += report.write_units
+
+    assert units / 2_000 * 1_000 <= 50
+
+
+def test_every_item_carries_a_ttl(project_root) -> None:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_ledger_table(client, "ttl-test", project_root / "template.yaml")
+        ledger = dynamodb_ledger("ttl-test", region="us-east-1", clock=Clock())
+        ledger.record("ORDERS", _entries(_ulids(20)))
+        ledger.mark_purged("ORDERS", ledger.pending("ORDERS")[:5])
+
+        items = client.scan(TableName="ttl-test")["Items"]
+
+    assert items
+    assert all(int(item["expires_at"]["N"]) == int(NOW) + 7 * 86_400 for item in items)
+
+
+def test_keys_of_one_queue_spread_over_the_shards() -> None:
+    ledger = memory_ledger(shards=4)
+    ledger.record("ORDERS", _entries(_ulids(400), step_ms=0))
+
+    shards = {ref.shard for (_queue, ref) in ledger.backend._captured}  # type: ignore[attr-defined]
+
+    assert shards == {0, 1, 2, 3}
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 39), st.integers(0, 2_000), st.booleans()), max_size=60))
+def test_pending_is_always_recorded_minus_resolved(operations: list[tuple[int, int, bool]]) -> None:
+    ledger = memory_ledger()
+    universe = _ulids(40)
+    recorded: set[tuple[str, int]] = set()
+    resolved: set[tuple[str, int]] = set()
+    for index, offset, purge in operations:
+        key = universe[index]
+        if purge:
+            ledger.mark_purged("Q", [p for p in ledger.pending("Q", limit=100) if p.key == key])
+            resolved |= {element for element in recorded if element[0] == key}
+        else:
+            ledger.record("Q", [(key, T0 + offset)])
+            recorded.add((key, T0 + offset))
+
+    assert {p.key for p in ledger.pending("Q", limit=100)} == {key for key, _ in recorded - resolved}
