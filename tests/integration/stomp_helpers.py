@@ -38,19 +38,24 @@ def receive(
     frames: list[stomp.utils.Frame] = []
     deadline = time.monotonic() + timeout_s
     try:
+        # Acks go out as frames arrive (never from the listener thread), so a prefetch
+        # window smaller than ``count`` keeps flowing.
         while len(frames) < count and time.monotonic() < deadline:
             try:
-                frames.append(collector.frames.get(timeout=max(0.01, deadline - time.monotonic())))
+                frame = collector.frames.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue_mod.Empty:
                 break
+            frames.append(frame)
+            if ack:
+                connection.ack(frame.headers["ack"])
         settle_until = time.monotonic() + settle_s
         while time.monotonic() < settle_until:
             try:
-                frames.append(collector.frames.get(timeout=max(0.01, settle_until - time.monotonic())))
+                frame = collector.frames.get(timeout=max(0.01, settle_until - time.monotonic()))
             except queue_mod.Empty:
                 break
-        if ack:
-            for frame in frames:
+            frames.append(frame)
+            if ack:
                 connection.ack(frame.headers["ack"])
         connection.unsubscribe("r", headers={"receipt": "unsubscribed"})
         time.sleep(0.05)

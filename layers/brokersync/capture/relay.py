@@ -26,6 +26,7 @@ import stomp
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.advisory import parse_consumed_advisory
+from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.records import ConsumedRecord, RejectedInputError
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
@@ -91,6 +92,7 @@ class AdvisoryRelay:
         *,
         settings: RelaySettings | None = None,
         statistics: StatisticsClient | None = None,
+        audit: CaptureAudit | None = None,
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -99,6 +101,7 @@ class AdvisoryRelay:
         self.topology = topology
         self.settings = settings or RelaySettings()
         self.statistics = statistics
+        self.audit = audit
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
         self._inbox = _Inbox()
@@ -191,11 +194,15 @@ class AdvisoryRelay:
     def _relay_batch(self, frames: list[stomp.utils.Frame], report: RelayReport) -> None:
         records: list[ConsumedRecord] = []
         rejected: list[tuple[stomp.utils.Frame, RejectedInputError]] = []
+        by_incarnation: Counter[tuple[str, str]] = Counter()
         for frame in frames:
             try:
-                records.append(parse_consumed_advisory(frame.headers, frame.body, self.topology))
+                record = parse_consumed_advisory(frame.headers, frame.body, self.topology)
             except RejectedInputError as e:
                 rejected.append((frame, e))
+                continue
+            records.append(record)
+            by_incarnation[(record.queue, frame.headers.get("originBrokerId", "unknown"))] += 1
 
         if records:
             written = self.writer.write(records)  # retries inside; raises if the ledger stays down
@@ -207,6 +214,8 @@ class AdvisoryRelay:
             self.metrics.add_metric("CaptureBatchSize", "Count", len(records))
             self.metrics.add_metric("CaptureWriteUnits", "Count", written.write_units)
             self.metrics.add_metric("OldestAdvisoryAgeMs", "Milliseconds", age_ms)
+            if self.audit is not None:
+                self.audit.record_captured(by_incarnation)
         for frame, error in rejected:
             self._park(frame, error)
             report.parked[error.reason.value] += 1

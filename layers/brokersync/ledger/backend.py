@@ -47,6 +47,22 @@ class Marks:
     missing: KeySets = field(default_factory=KeySets)
 
 
+@dataclass
+class AuditRecord:
+    """Capture bookkeeping for one queue on one incarnation of the primary broker.
+
+    ``captured`` is what the relay wrote for advisories from that incarnation; ``dequeued``
+    and ``expired`` the broker's own counters when last observed; ``reported_lost`` what was
+    already published as lost, so a loss is reported once.
+    """
+
+    captured: int = 0
+    dequeued: int = 0
+    expired: int = 0
+    observed_at_ms: int = 0
+    reported_lost: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Pointer:
     sk: str
@@ -87,6 +103,28 @@ class TableBackend(ABC):
     @abstractmethod
     def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:
         """ADD to the marks item's sets; return its size in bytes afterwards."""
+
+
+class AuditBackend(ABC):
+    """Audit items ``A#<queue>`` / ``<broker id>``, written by the relay in the primary region."""
+
+    @abstractmethod
+    def add_audit(self, queue: str, broker_id: str, *, captured: int = 0) -> None: ...
+
+    @abstractmethod
+    def set_audit(
+        self,
+        queue: str,
+        broker_id: str,
+        *,
+        dequeued: int | None = None,
+        expired: int | None = None,
+        observed_at_ms: int | None = None,
+        reported_lost: int | None = None,
+    ) -> None: ...
+
+    @abstractmethod
+    def audits(self, queue: str) -> dict[str, AuditRecord]: ...
 
 
 def item_size(pk: str, sk: str, keys: KeySets, extra_attributes: int = 1) -> int:

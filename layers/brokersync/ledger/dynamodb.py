@@ -11,11 +11,20 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from pynamodb.attributes import BinarySetAttribute, TTLAttribute, UnicodeAttribute, UnicodeSetAttribute
+from pynamodb.attributes import BinarySetAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.exceptions import PynamoDBException
 from pynamodb.models import Model
 
-from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, item_size
+from brokersync.ledger.backend import (
+    AuditBackend,
+    AuditRecord,
+    ItemRef,
+    KeySets,
+    Marks,
+    Pointer,
+    TableBackend,
+    item_size,
+)
 from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
 
 T = TypeVar("T")
@@ -49,6 +58,11 @@ class LedgerItem(Model):
     xu = BinarySetAttribute(legacy_encoding=False, null=True)
     xm = UnicodeSetAttribute(null=True)
     refs = UnicodeAttribute(null=True)
+    captured = NumberAttribute(null=True)
+    dequeued = NumberAttribute(null=True)
+    expired = NumberAttribute(null=True)
+    observed_at_ms = NumberAttribute(null=True)
+    reported_lost = NumberAttribute(null=True)
     expires_at = TTLAttribute(null=True)
 
 
@@ -82,7 +96,7 @@ def _refs(text: str | None) -> tuple[ItemRef, ...]:
     return tuple(ItemRef(int(s), int(b)) for s, _, b in (part.partition(":") for part in text.split(",")))
 
 
-class DynamoDBBackend(TableBackend):
+class DynamoDBBackend(TableBackend, AuditBackend):
     def __init__(self, model: type[LedgerItem]) -> None:
         self.model = model
 
@@ -165,3 +179,46 @@ class DynamoDBBackend(TableBackend):
         _translate(lambda: item.update(actions=actions, add_version_condition=False))
         both = KeySets(set(item.pu or ()) | set(item.xu or ()), set(item.pm or ()) | set(item.xm or ()))
         return item_size(pk, sk, both)
+
+    def add_audit(self, queue: str, broker_id: str, *, captured: int = 0) -> None:
+        item = self.model(f"A#{queue}", broker_id)
+        _translate(lambda: item.update(actions=[self.model.captured.add(captured)], add_version_condition=False))
+
+    def set_audit(
+        self,
+        queue: str,
+        broker_id: str,
+        *,
+        dequeued: int | None = None,
+        expired: int | None = None,
+        observed_at_ms: int | None = None,
+        reported_lost: int | None = None,
+    ) -> None:
+        item = self.model(f"A#{queue}", broker_id)
+        actions = [
+            attribute.set(value)
+            for attribute, value in (
+                (self.model.dequeued, dequeued),
+                (self.model.expired, expired),
+                (self.model.observed_at_ms, observed_at_ms),
+                (self.model.reported_lost, reported_lost),
+            )
+            if value is not None
+        ]
+        if actions:
+            _translate(lambda: item.update(actions=actions, add_version_condition=False))
+
+    def audits(self, queue: str) -> dict[str, AuditRecord]:
+        def run() -> dict[str, AuditRecord]:
+            return {
+                i.sk: AuditRecord(
+                    captured=int(i.captured or 0),
+                    dequeued=int(i.dequeued or 0),
+                    expired=int(i.expired or 0),
+                    observed_at_ms=int(i.observed_at_ms or 0),
+                    reported_lost=int(i.reported_lost or 0),
+                )
+                for i in self.model.query(f"A#{queue}")
+            }
+
+        return _translate(run)

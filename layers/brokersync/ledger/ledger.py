@@ -34,6 +34,8 @@ DEFAULT_SHARDS = 2
 #: How long after its creation a ULID-keyed message is looked for by ``was_consumed``.
 DEFAULT_CONSUME_LAG = timedelta(minutes=15)
 _OFFSET = struct.Struct(">H")
+#: Sort keys are 13-digit millisecond strings; later bounds are clamped to the largest one.
+_LAST_MS = 9_999_999_999_999
 
 
 def _shard(key: str, shards: int) -> int:
@@ -161,8 +163,9 @@ class Ledger(LedgerStore):
 
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
         hits: dict[str, int] = {}
+        first, last = _bucket(max(0, start_ms)), _bucket(min(end_ms, _LAST_MS))
         for shard in range(self.shards):
-            for bucket_ms, keys in self.backend.captured_range(queue, shard, _bucket(start_ms), _bucket(end_ms)):
+            for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
                 for key, consumed_at, _ in _decode(bucket_ms, keys):
                     if start_ms <= consumed_at < end_ms:
                         hits[key] = min(hits.get(key, consumed_at), consumed_at)

@@ -10,14 +10,24 @@ import copy
 import threading
 from collections.abc import Iterator, Sequence
 
-from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, item_size
+from brokersync.ledger.backend import (
+    AuditBackend,
+    AuditRecord,
+    ItemRef,
+    KeySets,
+    Marks,
+    Pointer,
+    TableBackend,
+    item_size,
+)
 
 
-class MemoryBackend(TableBackend):
+class MemoryBackend(TableBackend, AuditBackend):
     def __init__(self) -> None:
         self._captured: dict[tuple[str, ItemRef], KeySets] = {}
         self._marks: dict[tuple[str, ItemRef], Marks] = {}
         self._pointers: dict[str, dict[str, Pointer]] = {}
+        self._audits: dict[str, dict[str, AuditRecord]] = {}
         self._lock = threading.Lock()
 
     def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
@@ -68,3 +78,32 @@ class MemoryBackend(TableBackend):
                 mine.message_ids |= theirs.message_ids
             both = KeySets(item.purged.ulids | item.missing.ulids, item.purged.message_ids | item.missing.message_ids)
             return item_size(f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", both)
+
+    def add_audit(self, queue: str, broker_id: str, *, captured: int = 0) -> None:
+        with self._lock:
+            self._audits.setdefault(queue, {}).setdefault(broker_id, AuditRecord()).captured += captured
+
+    def set_audit(
+        self,
+        queue: str,
+        broker_id: str,
+        *,
+        dequeued: int | None = None,
+        expired: int | None = None,
+        observed_at_ms: int | None = None,
+        reported_lost: int | None = None,
+    ) -> None:
+        with self._lock:
+            record = self._audits.setdefault(queue, {}).setdefault(broker_id, AuditRecord())
+            for name, value in (
+                ("dequeued", dequeued),
+                ("expired", expired),
+                ("observed_at_ms", observed_at_ms),
+                ("reported_lost", reported_lost),
+            ):
+                if value is not None:
+                    setattr(record, name, value)
+
+    def audits(self, queue: str) -> dict[str, AuditRecord]:
+        with self._lock:
+            return copy.deepcopy(self._audits.get(queue, {}))

@@ -1,0 +1,145 @@
+"""The relay on the real pair and moto's DynamoDB: every consumed message becomes exactly one key."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+from ulid import ULID
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.audit import CaptureAudit
+from brokersync.capture.records import ConsumedRecord
+from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.writer import LedgerWriter, WriteResult
+from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.ledger.schema import create_ledger_table
+from brokersync.metrics import RecordingMetrics
+from brokersync.topology import PARKED_QUEUE, Topology
+from brokersync_local.world import LocalWorld
+from tests.integration.stomp_helpers import receive, send
+
+pytestmark = pytest.mark.broker
+FAST = RelaySettings(batch_size=100, flush_interval_s=0.1, prefetch=200, stall_timeout_s=5)
+FOREVER = 10**14
+
+
+@pytest.fixture
+def ledger(world: LocalWorld, project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": "us-west-2",
+    }.items():
+        monkeypatch.setenv(name, value)
+    table = f"ledger-{uuid.uuid4().hex[:8]}"
+    client = boto3.client("dynamodb", endpoint_url=world.moto.endpoint, region_name="us-west-2")
+    create_ledger_table(client, table, project_root / "template.yaml")
+    yield dynamodb_ledger(table, region="us-west-2", host=world.moto.endpoint)
+    client.delete_table(TableName=table)
+
+
+def _produce_and_consume(primary: StompConnector, queue: str, count: int) -> list[str]:
+    keys = [str(ULID()) for _ in range(count)]
+    connection = primary.connect(name="test-producer")
+    for key in keys:
+        connection.send(f"/queue/{queue}", "body", headers={"correlation-id": key, "persistent": "true"})
+    connection.disconnect()
+    assert len(receive(primary, queue, count, timeout_s=20)) == count
+    return keys
+
+
+def _relay(topology: Topology, primary: StompConnector, ledger: Ledger, **extra: object) -> AdvisoryRelay:
+    return AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=FAST, **extra)  # type: ignore[arg-type]
+
+
+def test_every_message_consumed_on_the_primary_is_exactly_one_ledger_key(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    keys = _produce_and_consume(primary, "ORDERS", 200)
+
+    report = _relay(topology, primary, ledger).run(max_seconds=4)
+
+    assert report.captured == 200
+    assert sorted(ledger.consumed_between("ORDERS", 0, FOREVER)) == sorted(keys)
+
+
+class _CrashAfterWrite(LedgerWriter):
+    """Writes, then dies before the relay can ack: the crash the relay's ordering exists for."""
+
+    def write(self, records: list[ConsumedRecord]) -> WriteResult:  # type: ignore[override]
+        super().write(records)
+        raise KeyboardInterrupt("relay killed between ledger write and ack")
+
+
+def test_a_relay_killed_between_write_and_ack_leaves_exactly_n_keys_after_restart(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    keys = _produce_and_consume(primary, "ORDERS", 150)
+    doomed = AdvisoryRelay(primary, _CrashAfterWrite(ledger), topology, settings=FAST)
+    with pytest.raises(KeyboardInterrupt):
+        doomed.run(max_seconds=4)
+
+    report = _relay(topology, primary, ledger).run(max_seconds=4)
+
+    assert report.captured == 150, "the unacked advisories were redelivered"
+    assert sorted(ledger.consumed_between("ORDERS", 0, FOREVER)) == sorted(keys)
+
+
+def test_message_id_queues_are_keyed_by_the_consumed_message_id(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    send(primary, "PAYMENTS", "pay", {})
+    [consumed] = receive(primary, "PAYMENTS", 1)
+
+    _relay(topology, primary, ledger).run(max_seconds=3)
+
+    assert ledger.consumed_between("PAYMENTS", 0, FOREVER) == [consumed.headers["message-id"]]
+
+
+def test_an_advisory_without_a_key_is_parked_with_its_reason_not_dropped(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    send(primary, "ORDERS", "no correlation id", {})
+    assert len(receive(primary, "ORDERS", 1)) == 1
+    metrics = RecordingMetrics()
+
+    report = _relay(topology, primary, ledger, metrics=metrics).run(max_seconds=3)
+
+    [parked] = receive(primary, PARKED_QUEUE, 1)
+    assert report.parked == {"missing-key": 1}
+    assert parked.headers["brokersync-reason"] == "missing-key"
+    assert metrics.total("Parked") == 1
+    assert ledger.consumed_between("ORDERS", 0, FOREVER) == []
+
+
+def test_advisories_lost_in_a_primary_restart_are_reported_not_hidden(
+    world: LocalWorld, topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    metrics = RecordingMetrics()
+    statistics = StatisticsClient(primary)
+    audit = CaptureAudit(ledger.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
+    # Earlier tests consumed on this incarnation too, into ledgers of their own: none of those
+    # were captured into this test's ledger, so they count as missing here as well.
+    earlier = statistics.queue_stats(["ORDERS"])["ORDERS"].dequeue_count
+    _produce_and_consume(primary, "ORDERS", 40)
+    before = {f.broker_id: f for f in audit.check() if f.queue == "ORDERS"}
+    assert [f.final for f in before.values()] == [False]
+
+    world.brokers["primary"].stop()
+    world.start_broker("primary").wait_ready()
+    world.wait_for_bridges(time.monotonic() + 30)
+    _relay(topology, primary, ledger, audit=audit).run(max_seconds=2)
+    findings = [f for f in audit.check() if f.queue == "ORDERS" and f.final]
+
+    lost = earlier + 40
+    assert [(f.dequeued, f.captured, f.missing) for f in findings] == [(lost, 0, lost)]
+    assert metrics.total("AdvisoriesLost") >= lost
+    reported = metrics.total("AdvisoriesLost")
+    audit.check()
+    assert metrics.total("AdvisoriesLost") == reported, "a loss is reported once"
