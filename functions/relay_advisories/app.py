@@ -1,0 +1,49 @@
+"""Scheduled relay: drain BROKERSYNC.CONSUMED on the primary into the ledger, then audit.
+
+Each invocation relays for BROKERSYNC_RELAY_MAX_SECONDS (below the function timeout), acks
+only what the ledger holds, and compares the primary's dequeue counters with what was
+captured so advisories lost in a broker restart are reported.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.capture.audit import CaptureAudit
+from brokersync.capture.relay import AdvisoryRelay
+from brokersync.capture.writer import LedgerWriter
+from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, runtime_topology
+from brokersync.runtime import ledger_from_env, stomp_connector
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+TOPOLOGY = runtime_topology()
+LEDGER = ledger_from_env()
+PRIMARY = stomp_connector(TOPOLOGY, "primary")
+MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    statistics = StatisticsClient(PRIMARY)
+    audit = CaptureAudit(LEDGER.backend, statistics, TOPOLOGY, metrics=metrics)  # type: ignore[arg-type]
+    relay = AdvisoryRelay(PRIMARY, LedgerWriter(LEDGER), TOPOLOGY, statistics=statistics, audit=audit, metrics=metrics)
+    report = relay.run(max_seconds=min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 5))
+    findings = audit.check()
+    return {
+        "captured": report.captured,
+        "parked": dict(report.parked),
+        "batches": report.batches,
+        "writeUnits": report.write_units,
+        "reconnects": report.reconnects,
+        "lostAdvisories": sum(f.missing for f in findings if f.final),
+    }
