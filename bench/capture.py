@@ -1,0 +1,184 @@
+"""Capture throughput and cost: one relay against the raw STOMP drain of the same queue.
+
+Prints one JSON object measured in one run:
+
+    {"captured_per_s": ..., "raw_drain_per_s": ..., "wcu_per_1000_msgs": ..., "usd_per_million_msgs": ..., ...}
+
+Method: on a fresh local pair, N messages with ULID correlation ids are produced to the
+primary and consumed there with no relay running, so N consumed advisories wait in
+BROKERSYNC.CONSUMED. The raw drain reads them with the same subscription the relay uses
+(jms-advisory-json, client-individual acks sent from the reading thread) and nothing else.
+Then N more advisories are made and one relay drains them into the ledger table in moto's
+DynamoDB (real HTTP requests), parsing, batching, writing and acking. Write units are
+counted per request from the item sizes by DynamoDB's rules and priced at on-demand rates.
+
+Run: ``.venv/bin/python bench/capture.py [--messages N]``
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Run as a script, this folder comes first on sys.path, and bench/copy.py would shadow the
+# standard library's ``copy`` module for everything imported below.
+if sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.pop(0)
+
+import argparse
+import json
+import os
+import queue as queue_mod
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import stomp
+from ulid import ULID
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.relay import ADVISORY_TRANSFORMATION, AdvisoryRelay, RelaySettings
+from brokersync.capture.writer import LedgerWriter
+from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger.schema import create_ledger_table
+from brokersync.topology import CONSUMED_QUEUE, load_topology
+from brokersync_local.world import LocalWorld, WorldPorts
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTS = WorldPorts(primary_openwire=63816, primary_stomp=63813, dr_openwire=64816, dr_stomp=64813, aws=5096)
+#: On-demand prices used (us-east-1): write request units and replicated write request units.
+PRICE_PER_MILLION_WRU = 0.625
+PRICE_PER_MILLION_RWRU = 0.625
+REPLICAS = 2
+
+
+def make_advisories(primary: StompConnector, count: int) -> None:
+    """Produce and consume ``count`` ORDERS messages on the primary; wait until every advisory waits."""
+    connection = primary.connect(name="bench-producer")
+    for _ in range(count):
+        connection.send("/queue/ORDERS", "x" * 256, headers={"correlation-id": str(ULID()), "persistent": "true"})
+    connection.disconnect()
+    frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    class Listener(stomp.ConnectionListener):
+        def on_message(self, frame: stomp.utils.Frame) -> None:
+            frames.put(frame)
+
+    consumer = primary.connect(Listener(), name="bench-consumer")
+    consumer.subscribe("/queue/ORDERS", id="c", ack="client-individual", headers={"activemq.prefetchSize": "500"})
+    for _ in range(count):
+        consumer.ack(frames.get(timeout=60).headers["ack"])
+    consumer.disconnect()
+    wait_depth(StatisticsClient(primary), CONSUMED_QUEUE, count)
+
+
+def wait_depth(stats: StatisticsClient, queue: str, depth: int, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = stats.queue_stats([queue]).get(queue)
+        if (found.size if found else 0) == depth:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{queue} did not reach depth {depth}")
+
+
+def raw_drain(primary: StompConnector, count: int) -> float:
+    frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    class Listener(stomp.ConnectionListener):
+        def on_message(self, frame: stomp.utils.Frame) -> None:
+            frames.put(frame)
+
+    connection = primary.connect(Listener(), name="bench-raw")
+    started = time.perf_counter()
+    connection.subscribe(
+        f"/queue/{CONSUMED_QUEUE}",
+        id="raw",
+        ack="client-individual",
+        headers={"transformation": ADVISORY_TRANSFORMATION, "activemq.prefetchSize": "1000"},
+    )
+    for _ in range(count):
+        connection.ack(frames.get(timeout=60).headers["ack"])
+    elapsed = time.perf_counter() - started
+    connection.disconnect()
+    return count / elapsed
+
+
+def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple[float, float]:
+    os.environ.update(
+        {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-west-2"}
+    )
+    table = f"bench-{uuid.uuid4().hex[:8]}"
+    create_ledger_table(
+        boto3.client("dynamodb", endpoint_url=world.moto.endpoint, region_name="us-west-2"),
+        table,
+        ROOT / "template.yaml",
+    )
+    ledger = dynamodb_ledger(table, region="us-west-2", host=world.moto.endpoint)
+    relay = AdvisoryRelay(primary, LedgerWriter(ledger), world.topology, settings=RelaySettings())
+    stop = threading.Event()
+    stats = StatisticsClient(primary)
+    done_at: list[float] = []
+
+    def watch() -> None:
+        while not stop.is_set():
+            found = stats.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+            if found is not None and found.size == 0 and found.inflight_count == 0:
+                done_at.append(time.perf_counter())
+                stop.set()
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    started = time.perf_counter()
+    watcher.start()
+    report = relay.run(max_seconds=300, stop=stop)
+    if report.captured != count:
+        raise AssertionError(f"relay captured {report.captured} of {count}")
+    return count / ((done_at[0] if done_at else time.perf_counter()) - started), report.write_units
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5_000)
+    args = parser.parse_args()
+    topology = load_topology(ROOT / "topology.yaml")
+    with tempfile.TemporaryDirectory(prefix="bench-capture-") as state:
+        world = LocalWorld(topology, Path(state), PORTS)
+        world.up(timeout_s=90, log=lambda _m: None)
+        try:
+            primary = StompConnector(world.topology.primary.stomp)
+            make_advisories(primary, args.messages)
+            raw = raw_drain(primary, args.messages)
+            make_advisories(primary, args.messages)
+            captured, units = relay_drain(world, primary, args.messages)
+        finally:
+            world.destroy()
+    wcu_per_1000 = units / args.messages * 1000
+    usd_per_million = wcu_per_1000 * 1000 * (PRICE_PER_MILLION_WRU + (REPLICAS - 1) * PRICE_PER_MILLION_RWRU) / 1e6
+    print(
+        json.dumps(
+            {
+                "captured_per_s": round(captured),
+                "raw_drain_per_s": round(raw),
+                "ratio": round(captured / raw, 2),
+                "wcu_per_1000_msgs": round(wcu_per_1000, 1),
+                "usd_per_million_msgs": round(usd_per_million, 4),
+                "prices_used": {
+                    "usd_per_million_write_request_units": PRICE_PER_MILLION_WRU,
+                    "usd_per_million_replicated_write_request_units": PRICE_PER_MILLION_RWRU,
+                    "replicas": REPLICAS,
+                    "region": "us-east-1 on-demand",
+                },
+                "ledger": "moto DynamoDB over HTTP on loopback",
+                "messages": args.messages,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
