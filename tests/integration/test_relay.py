@@ -16,11 +16,11 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.records import ConsumedRecord
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
-from brokersync.capture.writer import LedgerWriter, WriteResult
-from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.capture.writer import LedgerWriter, RetryPolicy, WriteResult
+from brokersync.ledger import Ledger, LedgerUnavailableError, dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.metrics import RecordingMetrics
-from brokersync.topology import PARKED_QUEUE, Topology
+from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology
 from brokersync_local.world import LocalWorld
 from tests.integration.stomp_helpers import receive, send
 
@@ -143,3 +143,23 @@ def test_advisories_lost_in_a_primary_restart_are_reported_not_hidden(
     reported = metrics.total("AdvisoriesLost")
     audit.check()
     assert metrics.total("AdvisoriesLost") == reported, "a loss is reported once"
+
+
+class _DownLedger:
+    """A table that stays throttled through every retry."""
+
+    def record(self, queue: str, entries: object) -> None:
+        raise LedgerUnavailableError("ProvisionedThroughputExceededException")
+
+
+def test_a_table_that_stays_down_leaves_every_advisory_unacked_on_the_broker(
+    topology: Topology, primary: StompConnector, primary_stats: StatisticsClient
+) -> None:
+    _produce_and_consume(primary, "ORDERS", 30)
+    writer = LedgerWriter(_DownLedger(), policy=RetryPolicy(attempts=2, base_delay_s=0.01))  # type: ignore[arg-type]
+
+    with pytest.raises(LedgerUnavailableError):
+        AdvisoryRelay(primary, writer, topology, settings=FAST).run(max_seconds=3)
+
+    time.sleep(0.5)
+    assert primary_stats.queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size == 30

@@ -1,0 +1,63 @@
+"""The capture writer retries what may pass, and gives up loudly on what cannot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from brokersync.capture.records import ConsumedRecord
+from brokersync.capture.writer import LedgerWriter, RetryPolicy
+from brokersync.ledger import LedgerError, LedgerUnavailableError, WriteReport, memory_ledger
+from tests.unit.capture.advisories import ULID_KEY
+
+
+class FlakyLedger:
+    def __init__(self, failures: list[Exception]) -> None:
+        self.failures = failures
+        self.inner = memory_ledger()
+        self.calls = 0
+
+    def record(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return self.inner.record(queue, entries)
+
+
+RECORD = ConsumedRecord("ORDERS", ULID_KEY, "correlation-id", 1795340000000)
+
+
+def test_throttling_is_retried_with_backoff_until_the_write_succeeds() -> None:
+    ledger = FlakyLedger([LedgerUnavailableError("throttled"), LedgerUnavailableError("throttled")])
+    sleeps: list[float] = []
+
+    result = LedgerWriter(ledger, sleep=sleeps.append).write([RECORD])  # type: ignore[arg-type]
+
+    assert result.records == 1
+    assert ledger.calls == 3
+    assert len(sleeps) == 2
+
+
+def test_a_table_that_stays_throttled_raises_after_the_last_attempt() -> None:
+    ledger = FlakyLedger([LedgerUnavailableError("throttled")] * 10)
+
+    with pytest.raises(LedgerUnavailableError):
+        LedgerWriter(ledger, policy=RetryPolicy(attempts=3), sleep=lambda _s: None).write([RECORD])  # type: ignore[arg-type]
+
+    assert ledger.calls == 3
+
+
+def test_an_error_that_is_not_retryable_is_raised_at_once() -> None:
+    ledger = FlakyLedger([LedgerError("no such table")])
+
+    with pytest.raises(LedgerError, match="no such table"):
+        LedgerWriter(ledger, sleep=lambda _s: None).write([RECORD])  # type: ignore[arg-type]
+
+    assert ledger.calls == 1
+
+
+def test_the_backoff_grows_and_stays_capped() -> None:
+    policy = RetryPolicy(base_delay_s=0.1, max_delay_s=1.0)
+
+    assert all(0 <= policy.delay(attempt) <= min(1.0, 0.1 * 2**attempt) for attempt in range(10))

@@ -1,0 +1,60 @@
+"""Client helpers: producers stamp ULIDs, consumers publish receipts the receipts function accepts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from brokersync.capture.receipts import parse_receipt
+from brokersync.client import ReceiptPublisher, already_consumed, send
+from brokersync.keys import ULID_PATTERN, InvalidKeyError
+from brokersync.ledger import memory_ledger
+from brokersync.topology import load_topology
+
+
+class Sent:
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, Any, dict[str, str]]] = []
+
+    def send(self, destination: str, body: Any, content_type: str | None = None, headers: dict | None = None) -> None:
+        self.frames.append((destination, body, headers or {}))
+
+
+def test_send_stamps_a_fresh_ulid_correlation_id_and_persistence() -> None:
+    connection = Sent()
+
+    key = send(connection, "ORDERS", "body", headers={"tenant": "acme"})
+
+    [(destination, body, headers)] = connection.frames
+    assert ULID_PATTERN.match(key)
+    assert (destination, body) == ("/queue/ORDERS", "body")
+    assert headers == {"tenant": "acme", "correlation-id": key, "persistent": "true"}
+
+
+def test_send_refuses_a_correlation_id_that_could_never_be_purged() -> None:
+    with pytest.raises(InvalidKeyError):
+        send(Sent(), "ORDERS", "body", correlation_id="order-42")
+
+
+def test_a_published_receipt_is_one_the_receipts_function_accepts(topology_path: Path) -> None:
+    connection = Sent()
+
+    ReceiptPublisher(connection).publish("ORDERS", "01KAQ3ZC9W4T0V5GQ6N8M2R7XH", consumed_at_ms=1795340000000)
+
+    [(destination, body, headers)] = connection.frames
+    assert destination == "/queue/BROKERSYNC.RECEIPTS"
+    assert headers["persistent"] == "true"
+    assert parse_receipt(body, load_topology(topology_path)).key == "01KAQ3ZC9W4T0V5GQ6N8M2R7XH"
+
+
+def test_already_consumed_asks_the_ledger() -> None:
+    ledger = memory_ledger()
+    key = send(Sent(), "ORDERS", "body")
+    ledger.record("ORDERS", [(key, ULID.from_str(key).milliseconds + 500)])
+
+    assert already_consumed(ledger, "ORDERS", key, timedelta(minutes=5))
+    assert not already_consumed(ledger, "PAYMENTS", key, timedelta(minutes=5))
