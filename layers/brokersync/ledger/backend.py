@@ -4,7 +4,9 @@ Three kinds of item live in one table (keys ``pk``/``sk``, TTL attribute ``expir
 
 * capture ``C#<queue>#<shard>`` / ``<bucket ms>``: the keys consumed from a queue in one
   250 ms bucket of consume time, as sets. ULID keys are 18-byte elements (16-byte ULID +
-  2-byte ms offset in the bucket); message-id keys are ``"<offset>|<id>"`` strings. Writes
+  2-byte ms offset in the bucket); message-id keys are ``"<offset>|<hash><tail>"`` strings,
+  where the long connection prefix every id of one producer shares (``ID:host-port-start-n``)
+  is stored once per item as ``"<hash>|<prefix>"`` in a third set. Writes
   ADD to the sets, so recording a key twice is a no-op: replays cannot duplicate anything.
   Written in the primary region only.
 * work pointer ``Q#<queue>`` / ``<write ms>#<digest>``: one per write, naming the capture
@@ -36,6 +38,8 @@ class KeySets:
 
     ulids: set[bytes] = field(default_factory=set)
     message_ids: set[str] = field(default_factory=set)
+    #: ``"<hash>|<connection prefix>"`` entries that message-id elements refer to by hash.
+    prefixes: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.ulids or self.message_ids)
@@ -134,6 +138,8 @@ def item_size(pk: str, sk: str, keys: KeySets, extra_attributes: int = 1) -> int
         size += len("u") + sum(len(e) for e in keys.ulids)
     if keys.message_ids:
         size += len("m") + sum(len(e.encode()) for e in keys.message_ids)
+    if keys.prefixes:
+        size += len("mp") + sum(len(e.encode()) for e in keys.prefixes)
     return size + extra_attributes * (len("expires_at") + 8)
 
 

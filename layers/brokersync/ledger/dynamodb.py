@@ -53,6 +53,7 @@ class LedgerItem(Model):
     sk = UnicodeAttribute(range_key=True)
     u = BinarySetAttribute(legacy_encoding=False, null=True)
     m = UnicodeSetAttribute(null=True)
+    mp = UnicodeSetAttribute(null=True)
     pu = BinarySetAttribute(legacy_encoding=False, null=True)
     pm = UnicodeSetAttribute(null=True)
     xu = BinarySetAttribute(legacy_encoding=False, null=True)
@@ -80,6 +81,10 @@ def _translate(operation: Callable[[], T]) -> T:
         if code in RETRYABLE_CODES or code is None:
             raise LedgerUnavailableError(f"ledger unavailable ({code or 'connection'}): {e.msg}") from e
         raise LedgerError(f"ledger request failed ({code}): {e.msg}") from e
+
+
+def _key_sets(item: LedgerItem) -> KeySets:
+    return KeySets(set(item.u or ()), set(item.m or ()), set(item.mp or ()))
 
 
 def _expiry(epoch_seconds: int) -> datetime:
@@ -111,8 +116,10 @@ class DynamoDBBackend(TableBackend, AuditBackend):
             actions.append(self.model.u.add(keys.ulids))
         if keys.message_ids:
             actions.append(self.model.m.add(keys.message_ids))
+        if keys.prefixes:
+            actions.append(self.model.mp.add(keys.prefixes))
         _translate(lambda: item.update(actions=actions, add_version_condition=False))
-        return item_size(pk, sk, KeySets(set(item.u or ()), set(item.m or ())))
+        return item_size(pk, sk, _key_sets(item))
 
     def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
         item = self.model(f"Q#{queue}", pointer.sk, refs=_refs_text(pointer.refs), expires_at=_expiry(expires_at))
@@ -137,7 +144,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         def run() -> dict[ItemRef, KeySets]:
             found = {}
             for item in self.model.batch_get(list(keys)):
-                found[keys[(item.pk, item.sk)]] = KeySets(set(item.u or ()), set(item.m or ()))
+                found[keys[(item.pk, item.sk)]] = _key_sets(item)
             return found
 
         return _translate(run)
@@ -148,7 +155,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         condition = self.model.sk.between(f"{first_bucket_ms:013d}", f"{last_bucket_ms:013d}")
         items = _translate(lambda: list(self.model.query(f"C#{queue}#{shard}", range_key_condition=condition)))
         for item in items:
-            yield int(item.sk), KeySets(set(item.u or ()), set(item.m or ()))
+            yield int(item.sk), _key_sets(item)
 
     def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]:
         keys = {(f"P#{queue}#{r.shard}", f"{r.bucket_ms:013d}"): r for r in refs}

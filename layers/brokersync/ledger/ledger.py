@@ -16,6 +16,7 @@ Why the layout in :mod:`brokersync.ledger.backend`:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import struct
 import time
@@ -46,11 +47,24 @@ def _bucket(ms: int) -> int:
     return ms - ms % BUCKET_MS
 
 
-def _element(key: str, consumed_at_ms: int) -> tuple[str, bytes | str]:
+def _prefix_hash(prefix: str) -> str:
+    return base64.b32encode(hashlib.blake2b(prefix.encode(), digest_size=5).digest()).decode()
+
+
+def _split_message_id(key: str) -> tuple[str, str]:
+    """``ID:host-port-start-n`` (shared by a producer's connection) and the ``:c:s:p:seq`` tail."""
+    cut = key.index(":", 3)
+    return key[:cut], key[cut:]
+
+
+def _element(key: str, consumed_at_ms: int) -> tuple[str, bytes | str, str | None]:
+    """The set element for a key consumed at a time, and (message ids) its prefix entry."""
     offset = consumed_at_ms - _bucket(consumed_at_ms)
     if key_kind(key) == "correlation-id":
-        return "u", ulid_bytes(key) + _OFFSET.pack(offset)
-    return "m", f"{offset}|{key}"
+        return "u", ulid_bytes(key) + _OFFSET.pack(offset), None
+    prefix, tail = _split_message_id(key)
+    hashed = _prefix_hash(prefix)
+    return "m", f"{offset}|{hashed}{tail}", f"{hashed}|{prefix}"
 
 
 def _decode(bucket_ms: int, keys: KeySets) -> list[tuple[str, int, bytes | str]]:
@@ -58,9 +72,10 @@ def _decode(bucket_ms: int, keys: KeySets) -> list[tuple[str, int, bytes | str]]
     decoded: list[tuple[str, int, bytes | str]] = []
     for element in keys.ulids:
         decoded.append((ulid_from_bytes(element[:16]), bucket_ms + _OFFSET.unpack(element[16:])[0], element))
+    prefixes = dict(entry.split("|", 1) for entry in keys.prefixes)
     for element in keys.message_ids:
-        offset, _, key = element.partition("|")
-        decoded.append((key, bucket_ms + int(offset), element))
+        offset, _, compact = element.partition("|")
+        decoded.append((prefixes[compact[:8]] + compact[8:], bucket_ms + int(offset), element))
     return decoded
 
 
@@ -93,12 +108,13 @@ class Ledger(LedgerStore):
                 valid = validate_key(key, key_kind(key))
             except InvalidKeyError as e:
                 raise LedgerError(f"refusing to record on {queue}: {e}") from e
-            kind, element = _element(valid, consumed_at_ms)
+            kind, element, prefix = _element(valid, consumed_at_ms)
             ref = ItemRef(_shard(valid, self.shards), _bucket(consumed_at_ms))
             if kind == "u":
                 groups[ref].ulids.add(element)  # type: ignore[arg-type]
             else:
                 groups[ref].message_ids.add(element)  # type: ignore[arg-type]
+                groups[ref].prefixes.add(prefix)  # type: ignore[arg-type]
         if not groups:
             return WriteReport(items=0, write_units=0.0)
         expires_at = self._expires_at()

@@ -35,6 +35,7 @@ class MemoryBackend(TableBackend, AuditBackend):
             item = self._captured.setdefault((queue, ref), KeySets())
             item.ulids |= keys.ulids
             item.message_ids |= keys.message_ids
+            item.prefixes |= keys.prefixes
             return item_size(f"C#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", item)
 
     def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
