@@ -8,6 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["tests.broker_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def project_root() -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from brokersync_local.demo import DemoSettings, run_demo
 from brokersync_local.world import LocalWorld
-from tests.integration.conftest import TEST_PORTS
+from tests.broker_fixtures import TEST_PORTS
 
 pytestmark = pytest.mark.broker
 

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import boto3
 import pytest
 from ulid import ULID
 
@@ -17,8 +13,7 @@ from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.records import ConsumedRecord
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter, RetryPolicy, WriteResult
-from brokersync.ledger import Ledger, LedgerUnavailableError, dynamodb_ledger
-from brokersync.ledger.schema import create_ledger_table
+from brokersync.ledger import Ledger, LedgerUnavailableError
 from brokersync.metrics import RecordingMetrics
 from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology
 from brokersync_local.world import LocalWorld
@@ -27,21 +22,6 @@ from tests.integration.stomp_helpers import receive, send
 pytestmark = pytest.mark.broker
 FAST = RelaySettings(batch_size=100, flush_interval_s=0.1, prefetch=200, stall_timeout_s=5)
 FOREVER = 10**14
-
-
-@pytest.fixture
-def ledger(world: LocalWorld, project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(name, value)
-    table = f"ledger-{uuid.uuid4().hex[:8]}"
-    client = boto3.client("dynamodb", endpoint_url=world.moto.endpoint, region_name="us-west-2")
-    create_ledger_table(client, table, project_root / "template.yaml")
-    yield dynamodb_ledger(table, region="us-west-2", host=world.moto.endpoint)
-    client.delete_table(TableName=table)
 
 
 def _produce_and_consume(primary: StompConnector, queue: str, count: int) -> list[str]:

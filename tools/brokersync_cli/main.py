@@ -38,6 +38,12 @@ def _cmd_local(args: argparse.Namespace) -> int:
     return commands.run(args)
 
 
+def _cmd_sync(args: argparse.Namespace) -> int:
+    from brokersync_local import commands  # noqa: PLC0415 (dev-only harness)
+
+    return commands.run_sync(args)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from brokersync_local.demo import main_demo  # noqa: PLC0415 (dev-only harness)
 
@@ -69,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     local_sub.add_parser("down", help="stop what `up` started, by pid")
     local_sub.add_parser("status", help="print the state of each local process")
     local.set_defaults(func=_cmd_local)
+
+    sync = sub.add_parser("sync", help="run the relay and purge loops against the local pair")
+    sync.add_argument("--topology", default="topology.yaml")
+    sync.add_argument("--state-dir", default=".brokersync/local")
+    sync.add_argument("sync_command", choices=["start", "stop", "status"])
+    sync.set_defaults(func=_cmd_sync)
 
     demo = sub.add_parser("demo", help="the local pair copying a burst of messages to DR, shown live")
     demo.add_argument("--topology", default="topology.yaml")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from brokersync.topology import load_topology
 from brokersync_local.errors import LocalWorldError
-from brokersync_local.world import LocalWorld, WorldPorts
+from brokersync_local.world import LocalWorld, WorldPorts, ports_from_env
 
 
 def world_from_args(args: argparse.Namespace) -> LocalWorld:
@@ -30,17 +30,27 @@ def world_from_args(args: argparse.Namespace) -> LocalWorld:
 def _ports_from_env(env_file: Path, default: WorldPorts) -> WorldPorts:
     """`down` and `status` act on the ports `up` used, whatever flags they were given."""
     try:
-        env = json.loads(env_file.read_text())
-        port = lambda address: int(address.rsplit(":", 1)[1])  # noqa: E731
-        return WorldPorts(
-            primary_openwire=port(env["primary"]["openwire"]),
-            primary_stomp=port(env["primary"]["stomp"]),
-            dr_openwire=port(env["dr"]["openwire"]),
-            dr_stomp=port(env["dr"]["stomp"]),
-            aws=port(env["aws"]["endpoint"]),
-        )
+        return ports_from_env(json.loads(env_file.read_text()))
     except (OSError, ValueError, KeyError, IndexError):
         return default
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    from brokersync_local.sync import SyncWorkers, format_status  # noqa: PLC0415
+
+    try:
+        args.local_command = "status"
+        workers = SyncWorkers(world_from_args(args), Path(args.topology))
+        if args.sync_command == "start":
+            workers.start()
+        elif args.sync_command == "stop":
+            workers.stop()
+        else:
+            print(format_status(workers.status()))
+    except LocalWorldError as e:
+        print(f"brokersync sync: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

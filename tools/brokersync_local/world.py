@@ -50,6 +50,21 @@ class WorldPorts:
         ]
 
 
+def ports_from_env(env: dict[str, Any]) -> WorldPorts:
+    """The ports a running world recorded in its env.json."""
+
+    def port(address: str) -> int:
+        return int(address.rsplit(":", 1)[1])
+
+    return WorldPorts(
+        primary_openwire=port(env["primary"]["openwire"]),
+        primary_stomp=port(env["primary"]["stomp"]),
+        dr_openwire=port(env["dr"]["openwire"]),
+        dr_stomp=port(env["dr"]["stomp"]),
+        aws=port(env["aws"]["endpoint"]),
+    )
+
+
 def localise(topology: Topology, ports: WorldPorts) -> Topology:
     """The topology with each broker's endpoints pointed at its loopback ports."""
     endpoints = {}

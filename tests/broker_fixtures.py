@@ -1,18 +1,25 @@
 """A real primary/DR pair (and moto), started once per test session on ports of its own.
 
+Loaded as a plugin from ``tests/conftest.py`` so integration and end-to-end tests share one pair;
+it starts only when a test asks for it.
+
 The ports differ from `brokersync local up`'s defaults so that a demo left running does not
 collide with the test suite.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology, load_topology
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import drain
@@ -59,9 +66,7 @@ def primary_stats(primary: StompConnector) -> StatisticsClient:
 @pytest.fixture(autouse=True)
 def empty_queues(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every broker test starts and ends with the synced queues and the capture queues empty."""
-    if "world" not in request.fixturenames and not any(
-        name in request.fixturenames for name in ("primary", "dr", "topology")
-    ):
+    if request.node.get_closest_marker("broker") is None:
         yield
         return
     world: LocalWorld = request.getfixturevalue("world")
@@ -77,3 +82,19 @@ def _drain_everything(world: LocalWorld) -> None:
         drain(dr, queue.name)
     drain(primary, CONSUMED_QUEUE, transformation="jms-advisory-json")
     drain(primary, PARKED_QUEUE)
+
+
+@pytest.fixture
+def ledger(world: LocalWorld, project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+    """A fresh ledger table in the world's moto, created from template.yaml."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": "us-west-2",
+    }.items():
+        monkeypatch.setenv(name, value)
+    table = f"ledger-{uuid.uuid4().hex[:8]}"
+    client = boto3.client("dynamodb", endpoint_url=world.moto.endpoint, region_name="us-west-2")
+    create_ledger_table(client, table, project_root / "template.yaml")
+    yield dynamodb_ledger(table, region="us-west-2", host=world.moto.endpoint)
+    client.delete_table(TableName=table)

@@ -1,0 +1,168 @@
+"""One purge pass per synced queue: pending keys from the ledger, removed from DR, then marked.
+
+Order matters for the invariant: only keys the ledger holds are ever put in a selector,
+and a key is marked purged only after the broker confirmed the acks of its removal
+(:class:`SelectorRemover`). A key not found stays pending (the copy may still be on the
+bridge, or beyond what the DR broker pages into memory); once its consume time is older
+than ``missing_after`` it is marked missing and counted, which stops the purge from looking
+for it forever and tells the operator that DR never received it (or lost it).
+
+A pass may loop for up to ``max_seconds`` so that a Step Functions state transition (and
+its cost) buys many removals; it returns early when nothing is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.exceptions import BrokerSyncError
+from brokersync.ledger.base import LedgerStore, PendingKey
+from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.purge.remover import SelectorRemover
+from brokersync.topology import Topology
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PurgeSettings:
+    #: Keys read from the ledger per queue per round.
+    batch_keys: int = 2000
+    #: A pending key older than this (by consume time) is given up on as missing.
+    missing_after: timedelta = timedelta(minutes=10)
+    #: Pause between rounds when a round found nothing to do.
+    idle_sleep_s: float = 0.2
+
+
+@dataclass
+class QueueReport:
+    purged: int = 0
+    missing: int = 0
+    pending: int = 0
+    oldest_pending_age_ms: int | None = None
+
+
+@dataclass
+class PurgeReport:
+    queues: dict[str, QueueReport] = field(default_factory=dict)
+    rounds: int = 0
+
+    @property
+    def purged(self) -> int:
+        return sum(q.purged for q in self.queues.values())
+
+    @property
+    def missing(self) -> int:
+        return sum(q.missing for q in self.queues.values())
+
+    @property
+    def pending(self) -> int:
+        return sum(q.pending for q in self.queues.values())
+
+
+class PurgeService:
+    def __init__(
+        self,
+        ledger: LedgerStore,
+        remover: SelectorRemover,
+        topology: Topology,
+        *,
+        settings: PurgeSettings | None = None,
+        metrics: MetricsSink | None = None,
+        dr_statistics: StatisticsClient | None = None,
+        primary_statistics: StatisticsClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.dr_statistics = dr_statistics
+        self.primary_statistics = primary_statistics
+        self.ledger = ledger
+        self.remover = remover
+        self.topology = topology
+        self.settings = settings or PurgeSettings()
+        self.metrics: MetricsSink = metrics or NullMetrics()
+        self.clock = clock
+
+    def run(self, max_seconds: float, *, stop_when_idle: bool = False) -> PurgeReport:
+        """Purge rounds over every sync queue until ``max_seconds`` pass (or nothing is pending)."""
+        report = PurgeReport()
+        deadline = time.monotonic() + max_seconds
+        while time.monotonic() < deadline:
+            progress = 0
+            for queue in (q for q in self.topology.queues if q.captures_consumed):
+                result = self.purge_queue(queue.name)
+                summary = report.queues.setdefault(queue.name, QueueReport())
+                summary.purged += result.purged
+                summary.missing += result.missing
+                summary.pending = result.pending
+                summary.oldest_pending_age_ms = result.oldest_pending_age_ms
+                progress += result.purged + result.missing
+            report.rounds += 1
+            if progress == 0:
+                self.emit_depths()
+                if stop_when_idle and report.pending == 0:
+                    break
+                time.sleep(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())))
+        return report
+
+    def purge_queue(self, queue: str) -> QueueReport:
+        """One round for one queue."""
+        result = QueueReport()
+        pending = self.ledger.pending(queue, limit=self.settings.batch_keys)
+        if not pending:
+            self.metrics.add_metric("PendingPurge", "Count", 0)
+            return result
+        started = time.monotonic()
+        removal = self.remover.remove(queue, [p.key for p in pending])
+        removed = set(removal.removed)
+        purged = [p for p in pending if p.key in removed]
+        if purged:
+            self.ledger.mark_purged(queue, purged)
+        now_ms = int(self.clock() * 1000)
+        cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
+        missing = [p for p in pending if p.key not in removed and p.consumed_at_ms < cutoff_ms]
+        if missing:
+            self.ledger.mark_missing(queue, missing)
+            logger.warning(
+                "%d keys of %s never reached DR within %s: marked missing",
+                len(missing),
+                queue,
+                self.settings.missing_after,
+            )
+        still: list[PendingKey] = [p for p in pending if p.key not in removed and p.consumed_at_ms >= cutoff_ms]
+        result.purged, result.missing, result.pending = len(purged), len(missing), len(still)
+        result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
+        self.metrics.add_metric("Purged", "Count", len(purged))
+        self.metrics.add_metric("Missing", "Count", len(missing))
+        self.metrics.add_metric("PendingPurge", "Count", len(still))
+        self.metrics.add_metric("PurgeBatchLatencyMs", "Milliseconds", (time.monotonic() - started) * 1000)
+        if result.oldest_pending_age_ms is not None:
+            self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
+        return result
+
+    def emit_depths(self) -> dict[str, int]:
+        """DR depth per queue, and the primary's Q.DR depth: copies not yet on DR (the loss-risk window).
+
+        The primary may be unreachable (that is what DR is for): its figure is then left out.
+        """
+        depths: dict[str, int] = {}
+        names = [q.name for q in self.topology.queues]
+        for prefix, client, queue_names in (
+            ("DrDepth", self.dr_statistics, names),
+            ("CopyBacklog", self.primary_statistics, [self.topology.dr_name(n) for n in names]),
+        ):
+            if client is None:
+                continue
+            try:
+                stats = client.queue_stats(queue_names)
+            except BrokerSyncError as e:
+                logger.warning("cannot read %s: %s", prefix, e)
+                continue
+            total = sum(s.size for s in stats.values())
+            depths[prefix] = total
+            self.metrics.add_metric(prefix, "Count", total)
+        return depths

@@ -1,0 +1,129 @@
+"""Background relay and purge loops for the local pair (``brokersync sync start``).
+
+Each worker runs the same library code the Lambda functions run (relay, audit, purge), in
+a loop, against the local brokers and moto's DynamoDB, and writes its running totals to
+``sync-<worker>.json`` in the state directory so ``brokersync sync status`` can show them.
+SIGTERM stops a worker after its current pass; nothing unwritten is acked on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.audit import CaptureAudit
+from brokersync.capture.relay import AdvisoryRelay
+from brokersync.capture.writer import LedgerWriter
+from brokersync.exceptions import BrokerSyncError
+from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.metrics import RecordingMetrics
+from brokersync.purge.remover import SelectorRemover
+from brokersync.purge.service import PurgeService
+from brokersync.topology import Topology, load_topology
+from brokersync_local.world import localise, ports_from_env
+
+LEDGER_TABLE = "brokersync-ledger"
+logger = logging.getLogger("brokersync.sync")
+
+
+def aws_environment(endpoint: str, region: str) -> None:
+    """Point every AWS client of this process at moto."""
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+        }
+    )
+
+
+def local_ledger(env: dict[str, Any]) -> Ledger:
+    aws_environment(env["aws"]["endpoint"], env["aws"]["region"])
+    return dynamodb_ledger(LEDGER_TABLE, region=env["aws"]["region"], host=env["aws"]["endpoint"])
+
+
+def _write_status(path: Path, status: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(status), encoding="utf-8")
+    tmp.replace(path)
+
+
+def run_relay(topology: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
+    primary = StompConnector(topology.primary.stomp)
+    statistics = StatisticsClient(primary)
+    metrics = RecordingMetrics()
+    audit = CaptureAudit(ledger.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
+    totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}}
+    while not stop.is_set():
+        try:
+            relay = AdvisoryRelay(
+                primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
+            )
+            report = relay.run(max_seconds=10, stop=stop)
+            totals["captured"] += report.captured
+            totals["parked"] += report.parked_total
+            for queue, count in report.captured_by_queue.items():
+                totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
+            audit.check()
+            totals["lost"] = int(metrics.total("AdvisoriesLost"))
+        except BrokerSyncError as e:
+            logger.warning("relay pass failed, retrying: %s", e)
+            stop.wait(1.0)
+        _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+
+
+def run_purge(topology: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
+    dr = StompConnector(topology.dr.stomp)
+    service = PurgeService(
+        ledger,
+        SelectorRemover(dr),
+        topology,
+        dr_statistics=StatisticsClient(dr),
+        primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
+    )
+    totals: dict[str, Any] = {"purged": {}, "missing": {}, "pending": {}, "oldest_pending_age_ms": {}}
+    while not stop.is_set():
+        try:
+            report = service.run(max_seconds=2)
+            for queue, result in report.queues.items():
+                totals["purged"][queue] = totals["purged"].get(queue, 0) + result.purged
+                totals["missing"][queue] = totals["missing"].get(queue, 0) + result.missing
+                totals["pending"][queue] = result.pending
+                totals["oldest_pending_age_ms"][queue] = result.oldest_pending_age_ms
+        except BrokerSyncError as e:
+            logger.warning("purge pass failed, retrying: %s", e)
+            stop.wait(1.0)
+        _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="a BrokerSync sync worker for the local pair")
+    parser.add_argument("worker", choices=["relay", "purge"])
+    parser.add_argument("--topology", required=True)
+    parser.add_argument("--state-dir", required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    state_dir = Path(args.state_dir)
+    env = json.loads((state_dir / "env.json").read_text())
+    topology = localise(load_topology(args.topology), ports_from_env(env))
+    ledger = local_ledger(env)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    worker = run_relay if args.worker == "relay" else run_purge
+    worker(topology, ledger, state_dir / f"sync-{args.worker}.json", stop)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
