@@ -69,7 +69,7 @@ def run_relay(topology: Topology, ledger: Ledger, status_file: Path, stop: threa
             relay = AdvisoryRelay(
                 primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
             )
-            report = relay.run(max_seconds=10, stop=stop)
+            report = relay.run(max_seconds=2, stop=stop)
             totals["captured"] += report.captured
             totals["parked"] += report.parked_total
             for queue, count in report.captured_by_queue.items():
