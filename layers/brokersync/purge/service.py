@@ -37,6 +37,9 @@ class PurgeSettings:
     missing_after: timedelta = timedelta(minutes=10)
     #: Pause between rounds when a round found nothing to do.
     idle_sleep_s: float = 0.2
+    #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
+    #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
+    retry_not_found_s: float = 2.0
 
 
 @dataclass
@@ -86,6 +89,7 @@ class PurgeService:
         self.settings = settings or PurgeSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
+        self._waiting: dict[str, dict[str, float]] = {}
 
     def run(self, max_seconds: float, *, stop_when_idle: bool = False) -> PurgeReport:
         """Purge rounds over every sync queue until ``max_seconds`` pass (or nothing is pending)."""
@@ -112,13 +116,22 @@ class PurgeService:
     def purge_queue(self, queue: str) -> QueueReport:
         """One round for one queue."""
         result = QueueReport()
-        pending = self.ledger.pending(queue, limit=self.settings.batch_keys)
+        waiting = self._waiting.setdefault(queue, {})
+        pending = self.ledger.pending(queue, limit=self.settings.batch_keys + len(waiting))
         if not pending:
+            waiting.clear()
             self.metrics.add_metric("PendingPurge", "Count", 0)
             return result
         started = time.monotonic()
-        removal = self.remover.remove(queue, [p.key for p in pending])
-        removed = set(removal.removed)
+        candidates = [p.key for p in pending if waiting.get(p.key, 0.0) <= started][: self.settings.batch_keys]
+        removal = self.remover.remove(queue, candidates) if candidates else None
+        removed = set(removal.removed) if removal else set()
+        retry_at = time.monotonic() + self.settings.retry_not_found_s
+        for key in candidates:
+            if key in removed:
+                waiting.pop(key, None)
+            else:
+                waiting[key] = retry_at
         purged = [p for p in pending if p.key in removed]
         if purged:
             self.ledger.mark_purged(queue, purged)
@@ -127,6 +140,8 @@ class PurgeService:
         missing = [p for p in pending if p.key not in removed and p.consumed_at_ms < cutoff_ms]
         if missing:
             self.ledger.mark_missing(queue, missing)
+            for key in missing:
+                waiting.pop(key.key, None)
             logger.warning(
                 "%d keys of %s never reached DR within %s: marked missing",
                 len(missing),

@@ -1,0 +1,280 @@
+"""Sync-path benchmark: copy, capture and purge under stepped load, and purge against a raw drain.
+
+Prints one JSON object measured in one run:
+
+    {"primary_ingest_msgs_per_s": ..., "sustained_msgs_per_s": ..., "lag_p50_s": ..., "lag_p99_s": ...,
+     "purge_head_msgs_per_s": ..., "raw_drain_msgs_per_s": ..., "deep_backlog_100k": {...}, "steps": [...]}
+
+* primary ingest: persistent 1 KB messages produced as fast as four connections allow, with
+  the composite copy on (the ceiling every other figure is compared with);
+* steps: producers at a fixed rate, consumers on the primary taking everything, the relay
+  and the purge loop running (ledger in memory, so the figures are the brokers' and ours,
+  not moto's); lag is from the consume on the primary to the removal on DR, per message.
+  ``sustained`` is the highest step whose copy backlog and pending purges drained within
+  two seconds of the step's end;
+* purge head vs raw drain: the same DR queue of N messages, once drained by a plain
+  client-individual consumer, once refilled and half of it (the oldest, at the head)
+  removed by the purge;
+* deep backlog: 100 keys at the tail of a 100,000-message DR queue.
+
+Run: ``.venv/bin/python bench/sync.py [--rates 250,500,1000,2000] [--step-seconds 20]``
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Run as a script, this folder comes first on sys.path, and bench/copy.py would shadow the
+# standard library's ``copy`` module for everything imported below.
+if sys.path and sys.path[0].rstrip("/").endswith("bench"):
+    sys.path.pop(0)
+
+import argparse
+import json
+import queue as queue_mod
+import statistics as stats_mod
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import stomp
+from ulid import ULID
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.writer import LedgerWriter
+from brokersync.ledger import Ledger, memory_ledger
+from brokersync.purge.remover import RemovalResult, SelectorRemover
+from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.topology import Queue, Topology, load_topology
+from brokersync_local.world import LocalWorld, WorldPorts
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTS = WorldPorts(primary_openwire=63916, primary_stomp=63913, dr_openwire=64916, dr_stomp=64913, aws=5097)
+QUEUE = "BENCH.SYNC"
+BODY = "x" * 1024
+
+
+def bench_topology() -> Topology:
+    base = load_topology(ROOT / "topology.yaml")
+    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
+
+
+class TimedRemover(SelectorRemover):
+    """Records when each key was removed, for the lag figures."""
+
+    def __init__(self, connector: StompConnector) -> None:
+        super().__init__(connector)
+        self.removed_at: dict[str, float] = {}
+
+    def remove(self, queue: str, keys: list[str]) -> RemovalResult:
+        result = super().remove(queue, keys)
+        now = time.time()
+        for key in result.removed:
+            self.removed_at.setdefault(key, now)
+        return result
+
+
+class Collector(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.put(frame)
+
+
+def produce(connector: StompConnector, queue: str, count: int, connections: int = 4) -> list[str]:
+    keys = [str(ULID()) for _ in range(count)]
+    chunks = [keys[i::connections] for i in range(connections)]
+
+    def worker(chunk: list[str]) -> None:
+        connection = connector.connect(name="bench-producer")
+        for key in chunk:
+            connection.send(f"/queue/{queue}", BODY, headers={"persistent": "true", "correlation-id": key})
+        connection.disconnect()
+
+    threads = [threading.Thread(target=worker, args=(chunk,)) for chunk in chunks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return keys
+
+
+def wait_depth(client: StatisticsClient, queue: str, depth: int, timeout_s: float = 300) -> float:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = client.queue_stats([queue]).get(queue)
+        if (found.size if found else 0) >= depth:
+            return time.perf_counter()
+        time.sleep(0.05)
+    raise TimeoutError(f"{queue} did not reach {depth}")
+
+
+def drain_rate(connector: StompConnector, queue: str, count: int) -> float:
+    collector = Collector()
+    connection = connector.connect(collector, name="bench-drain")
+    started = time.perf_counter()
+    connection.subscribe(f"/queue/{queue}", id="d", ack="client-individual", headers={"activemq.prefetchSize": "500"})
+    for _ in range(count):
+        connection.ack(collector.frames.get(timeout=60).headers["ack"])
+    elapsed = time.perf_counter() - started
+    connection.disconnect()
+    return count / elapsed
+
+
+def primary_ingest(world: LocalWorld, count: int) -> float:
+    primary = StompConnector(world.topology.primary.stomp)
+    started = time.perf_counter()
+    produce(primary, QUEUE, count)
+    rate = count / (wait_depth(StatisticsClient(primary), QUEUE, count) - started)
+    drain_rate(primary, QUEUE, count)
+    wait_depth(StatisticsClient(StompConnector(world.topology.dr.stomp)), QUEUE, count)
+    drain_rate(StompConnector(world.topology.dr.stomp), QUEUE, count)
+    # The drain above raised consumed advisories that belong to no step: drop them.
+    drain_rate(primary, "BROKERSYNC.CONSUMED", count)
+    return rate
+
+
+def run_step(world: LocalWorld, rate: float, seconds: float) -> dict[str, float]:
+    topology = world.topology
+    primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
+    ledger: Ledger = memory_ledger()
+    remover = TimedRemover(dr)
+    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.1))
+    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02))
+    stop = threading.Event()
+    consumed_at: dict[str, float] = {}
+    produced = 0
+
+    def produce_at_rate() -> None:
+        nonlocal produced
+        connection = primary.connect(name="bench-step-producer")
+        started = time.perf_counter()
+        while (elapsed := time.perf_counter() - started) < seconds:
+            due = int(elapsed * rate)
+            while produced < due:
+                connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true", "correlation-id": str(ULID())})
+                produced += 1
+            time.sleep(0.002)
+        connection.disconnect()
+
+    def consume() -> None:
+        collector = Collector()
+        connection = primary.connect(collector, name="bench-step-consumer")
+        connection.subscribe(
+            f"/queue/{QUEUE}", id="c", ack="client-individual", headers={"activemq.prefetchSize": "200"}
+        )
+        while not stop.is_set() or not collector.frames.empty():
+            try:
+                frame = collector.frames.get(timeout=0.2)
+            except queue_mod.Empty:
+                continue
+            connection.ack(frame.headers["ack"])
+            consumed_at[frame.headers["correlation-id"]] = time.time()
+        connection.disconnect()
+
+    def loop(step: object) -> None:
+        while not stop.is_set():
+            step()  # type: ignore[operator]
+
+    threads = [
+        threading.Thread(target=produce_at_rate),
+        threading.Thread(target=consume),
+        threading.Thread(target=loop, args=(lambda: relay.run(max_seconds=2, stop=stop),)),
+        threading.Thread(target=loop, args=(lambda: purge.run(max_seconds=0.5),)),
+    ]
+    for thread in threads:
+        thread.start()
+    threads[0].join()
+    step_end = time.monotonic()
+    drained_in = None
+    while time.monotonic() - step_end < 30:
+        if len(remover.removed_at) >= produced and len(consumed_at) >= produced:
+            drained_in = time.monotonic() - step_end
+            break
+        time.sleep(0.1)
+    stop.set()
+    for thread in threads[1:]:
+        thread.join(timeout=30)
+    lags = sorted(remover.removed_at[k] - consumed_at[k] for k in remover.removed_at if k in consumed_at)
+    quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [0.0] * 99
+    return {
+        "rate": rate,
+        "produced": produced,
+        "consumed": len(consumed_at),
+        "purged": len(remover.removed_at),
+        "lag_p50_s": round(quantiles[49], 3),
+        "lag_p99_s": round(quantiles[98], 3),
+        "drained_within_s": round(drained_in, 2) if drained_in is not None else None,
+    }
+
+
+def purge_vs_drain(world: LocalWorld, count: int) -> tuple[float, float]:
+    topology = world.topology
+    dr = StompConnector(topology.dr.stomp)
+    produce(dr, QUEUE, count)
+    wait_depth(StatisticsClient(dr), QUEUE, count)
+    raw = drain_rate(dr, QUEUE, count)
+    keys = produce(dr, QUEUE, count, connections=1)
+    wait_depth(StatisticsClient(dr), QUEUE, count)
+    head = keys[: count // 2]
+    started = time.perf_counter()
+    result = SelectorRemover(dr).remove(QUEUE, head)
+    rate = len(result.removed) / (time.perf_counter() - started)
+    drain_rate(dr, QUEUE, count - len(result.removed))
+    return rate, raw
+
+
+def deep_backlog(world: LocalWorld, count: int = 100_000, targets: int = 100) -> dict[str, float]:
+    dr = StompConnector(world.topology.dr.stomp)
+    keys = produce(dr, QUEUE, count, connections=1)
+    wait_depth(StatisticsClient(dr), QUEUE, count, timeout_s=600)
+    started = time.perf_counter()
+    result = SelectorRemover(dr).remove(QUEUE, keys[-targets:])
+    elapsed = time.perf_counter() - started
+    return {"queue_depth": count, "targets": targets, "found": len(result.removed), "seconds": round(elapsed, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="250,500,1000,2000")
+    parser.add_argument("--step-seconds", type=float, default=20)
+    parser.add_argument("--head-messages", type=int, default=10_000)
+    parser.add_argument("--deep", type=int, default=100_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state:
+        world = LocalWorld(bench_topology(), Path(state), PORTS)
+        world.up(timeout_s=90, log=lambda _m: None)
+        try:
+            ingest = primary_ingest(world, 10_000)
+            steps = [run_step(world, float(rate), args.step_seconds) for rate in args.rates.split(",")]
+            head, raw = purge_vs_drain(world, args.head_messages)
+            deep = deep_backlog(world, args.deep)
+        finally:
+            world.destroy()
+    kept_up = [s for s in steps if s["drained_within_s"] is not None and s["drained_within_s"] <= 2.0]
+    best = max(kept_up, key=lambda s: s["rate"]) if kept_up else steps[0]
+    print(
+        json.dumps(
+            {
+                "primary_ingest_msgs_per_s": round(ingest),
+                "sustained_msgs_per_s": best["rate"] if kept_up else 0,
+                "lag_p50_s": best["lag_p50_s"],
+                "lag_p99_s": best["lag_p99_s"],
+                "purge_head_msgs_per_s": round(head),
+                "raw_drain_msgs_per_s": round(raw),
+                "deep_backlog_100k": deep,
+                "steps": steps,
+                "step_seconds": args.step_seconds,
+                "ledger": "in memory (the brokers' and BrokerSync's own figures, not DynamoDB's)",
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
