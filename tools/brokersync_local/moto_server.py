@@ -21,6 +21,8 @@ from brokersync_local.ports import LOOPBACK, wait_until_answers
 
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}
 DEFAULT_REGION = "us-west-2"
+#: What identifies our AWS server process on its command line (guards against pid reuse).
+PROCESS_MARKER = "brokersync_local.aws_server"
 
 
 @dataclass
@@ -42,7 +44,7 @@ class MotoServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_file.open("ab")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(self.port)],
+            [sys.executable, "-m", PROCESS_MARKER, "-H", LOOPBACK, "-p", str(self.port)],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -69,7 +71,7 @@ class MotoServer:
     def alive(self) -> bool:
         if self._process is not None and self._process.pid == self.pid:
             return self._process.poll() is None
-        return self.pid is not None and pid_is_ours(self.pid, Path("moto.server"))
+        return self.pid is not None and pid_is_ours(self.pid, PROCESS_MARKER)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         if self.pid is None or not self.alive():

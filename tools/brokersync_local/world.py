@@ -19,7 +19,7 @@ from brokersync.render import render_configuration
 from brokersync.topology import Role, Topology
 from brokersync_local.broker_process import BrokerProcess
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
-from brokersync_local.moto_server import DEFAULT_REGION, MotoServer
+from brokersync_local.moto_server import DEFAULT_REGION, PROCESS_MARKER, MotoServer
 from brokersync_local.pids import pid_is_ours
 from brokersync_local.ports import LOOPBACK, port_answers, port_is_free
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
@@ -179,7 +179,7 @@ class LocalWorld:
                 return False
             broker.pid = pid
         moto_pid = recorded.get("aws")
-        if moto_pid is None or not pid_is_ours(moto_pid, "moto.server") or not port_answers(self.ports.aws):
+        if moto_pid is None or not pid_is_ours(moto_pid, PROCESS_MARKER) or not port_answers(self.ports.aws):
             return False
         self.moto.pid = moto_pid
         return True
@@ -198,7 +198,7 @@ class LocalWorld:
                 "openwire": f"{LOOPBACK}:{broker.ports.openwire}",
             }
         pid = recorded.get("aws")
-        alive = pid is not None and pid_is_ours(pid, "moto.server")
+        alive = pid is not None and pid_is_ours(pid, PROCESS_MARKER)
         result["aws"] = {
             "pid": pid,
             "state": _state(pid, alive, port_answers(self.ports.aws)),

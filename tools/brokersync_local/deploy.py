@@ -1,0 +1,182 @@
+"""Creating, in the local world's moto, what ``sam deploy`` creates in AWS, from ``template.yaml``.
+
+Read from the template rather than copied: the ledger table definition, the functions that
+state machines call, and each state machine's ASL file with its DefinitionSubstitutions.
+Only what the template resolves in AWS at deploy time is resolved here instead: function
+ARNs (``!GetAtt X.Arn``) become moto's, parameters take their defaults, and each function
+gets ``BROKERSYNC_HANDLER`` so moto's Lambda runs our handler (see ``aws_server``). The
+functions read a topology file whose endpoints point at the local brokers, and the broker
+secrets hold throwaway credentials (the local brokers have no authentication).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import boto3
+import yaml
+
+from brokersync.ledger.schema import create_ledger_table, load_template
+from brokersync.topology import Topology
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+LEDGER_TABLE = "brokersync-ledger"
+ROLE_NAME = "brokersync-local"
+
+
+def _clients(endpoint: str, region: str) -> dict[str, Any]:
+    session = boto3.session.Session(
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 (moto accepts any credentials)
+        region_name=region,
+    )
+    return {
+        name: session.client(name, endpoint_url=endpoint)
+        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb")
+    }
+
+
+def write_local_topology(topology: Topology, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _function_environment(template: dict[str, Any], logical_id: str, extra: dict[str, str]) -> dict[str, str]:
+    resource = template["Resources"][logical_id]["Properties"]
+    folder = Path(resource["CodeUri"]).name
+    variables = {
+        k: v
+        for k, v in template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}).items()
+        if isinstance(v, str)
+    }
+    variables.update(
+        {
+            k: str(v)
+            for k, v in resource.get("Environment", {}).get("Variables", {}).items()
+            if isinstance(v, (str, int))
+        }
+    )
+    variables.update(extra)
+    variables["BROKERSYNC_HANDLER"] = folder
+    return variables
+
+
+def _logical_id(get_att: dict[str, Any]) -> str:
+    target = get_att["Fn::GetAtt"]
+    return target.split(".")[0] if isinstance(target, str) else target[0]
+
+
+def _resolve(value: Any, arns: dict[str, str]) -> str:
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return arns[_logical_id(value)]
+    return str(value)
+
+
+def deploy(
+    topology: Topology,
+    state_dir: Path,
+    endpoint: str,
+    region: str,
+    *,
+    overrides: dict[str, dict[str, str]] | None = None,
+) -> dict[str, str]:
+    """Create table, secrets, functions and state machines; return state machine ARNs by logical id.
+
+    ``overrides`` sets extra environment per function logical id (e.g. a shorter purge loop).
+    """
+    template = load_template(TEMPLATE)
+    clients = _clients(endpoint, region)
+    create_ledger_table(clients["dynamodb"], LEDGER_TABLE, TEMPLATE)
+    for broker in topology.brokers:
+        secret = json.dumps({"username": "local", "password": "local"})
+        with contextlib.suppress(clients["secretsmanager"].exceptions.ResourceExistsException):
+            clients["secretsmanager"].create_secret(Name=broker.credentials_secret, SecretString=secret)
+    topology_file = write_local_topology(topology, state_dir / "topology.local.yaml")
+    role_arn = _role(clients["iam"])
+    base_environment = {
+        "BROKERSYNC_TOPOLOGY_FILE": str(topology_file),
+        "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
+        "POWERTOOLS_SERVICE_NAME": "brokersync",
+    }
+    machines = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::Serverless::StateMachine"}
+    called = {
+        _logical_id(value)
+        for machine in machines.values()
+        for value in machine["Properties"].get("DefinitionSubstitutions", {}).values()
+        if isinstance(value, dict) and "Fn::GetAtt" in value
+    }
+    arns: dict[str, str] = {}
+    for logical_id in sorted(called):
+        environment = _function_environment(
+            template, logical_id, {**base_environment, **(overrides or {}).get(logical_id, {})}
+        )
+        arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
+    created: dict[str, str] = {}
+    for logical_id, machine in machines.items():
+        properties = machine["Properties"]
+        definition = (ROOT / properties["DefinitionUri"]).read_text(encoding="utf-8")
+        for key, value in properties.get("DefinitionSubstitutions", {}).items():
+            definition = definition.replace(f"${{{key}}}", _resolve(value, arns))
+        json.loads(definition)  # the substituted definition must be JSON, as in AWS
+        created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
+    return created
+
+
+def _role(iam: Any) -> str:
+    policy = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            ],
+        }
+    )
+    try:
+        return iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=policy)["Role"]["Arn"]
+    except iam.exceptions.EntityAlreadyExistsException:
+        return iam.get_role(RoleName=ROLE_NAME)["Role"]["Arn"]
+
+
+def _empty_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "# routed to functions/ by brokersync_local.aws_server\n")
+    return buffer.getvalue()
+
+
+def _function(client: Any, name: str, role_arn: str, environment: dict[str, str]) -> str:
+    with contextlib.suppress(client.exceptions.ResourceNotFoundException):
+        client.delete_function(FunctionName=name)
+    created = client.create_function(
+        FunctionName=name,
+        Runtime="python3.11",
+        Role=role_arn,
+        Handler="app.lambda_handler",
+        Code={"ZipFile": _empty_zip()},
+        Timeout=60,
+        MemorySize=512,
+        Environment={"Variables": environment},
+    )
+    return created["FunctionArn"]
+
+
+def _state_machine(client: Any, name: str, definition: str, role_arn: str) -> str:
+    for existing in client.list_state_machines()["stateMachines"]:
+        if existing["name"] == name:
+            client.update_state_machine(stateMachineArn=existing["stateMachineArn"], definition=definition)
+            return existing["stateMachineArn"]
+    return client.create_state_machine(name=name, definition=definition, roleArn=role_arn)["stateMachineArn"]
