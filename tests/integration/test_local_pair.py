@@ -14,6 +14,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.topology import CONSUMED_QUEUE, load_topology
 from brokersync_local.errors import PortTakenError
+from brokersync_local.moto_server import PROCESS_MARKER
 from brokersync_local.pids import pid_is_ours
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import receive, send
@@ -109,7 +110,7 @@ def test_down_stops_every_process_it_started(tmp_path: Path, topology_path: Path
     ports = WorldPorts(primary_openwire=61656, primary_stomp=61653, dr_openwire=62656, dr_stomp=62653, aws=5055)
     world = LocalWorld(load_topology(topology_path), tmp_path, ports)
     world.up(log=lambda _m: None)
-    pids = [(b.pid, b.base_dir) for b in world.brokers.values()] + [(world.moto.pid, "moto.server")]
+    pids = [(b.pid, b.base_dir) for b in world.brokers.values()] + [(world.moto.pid, PROCESS_MARKER)]
 
     world.down(log=lambda _m: None)
 

@@ -1,0 +1,67 @@
+"""The purge loop as deployed: statemachines/purge_loop.asl.json run by moto's Step Functions
+engine with the template's substitutions, its Lambda task routed to functions/purge_dr."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import boto3
+import pytest
+from ulid import ULID
+
+from brokersync.broker.stomp import StompConnector
+from brokersync.ledger import dynamodb_ledger
+from brokersync_local.demo import browse
+from brokersync_local.deploy import LEDGER_TABLE, deploy
+from brokersync_local.world import LocalWorld
+
+pytestmark = pytest.mark.broker
+
+
+def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
+    world: LocalWorld, dr: StompConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = world.read_env()
+    endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
+    machines = deploy(
+        world.topology,
+        world.state_dir,
+        endpoint,
+        region,
+        overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "2"}},
+    )
+    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
+        monkeypatch.setenv(name, value)
+    keys = [str(ULID()) for _ in range(40)]
+    connection = dr.connect(name="test-dr-producer")
+    for key in keys:
+        connection.send("/queue/ORDERS", "on DR", headers={"correlation-id": key, "persistent": "true"})
+    connection.disconnect()
+    consumed, unconsumed = keys[:25], set(keys[25:])
+    dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint).record(
+        "ORDERS", [(key, int(time.time() * 1000)) for key in consumed]
+    )
+    sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
+
+    execution = sfn.start_execution(
+        stateMachineArn=machines["PurgeLoopStateMachine"], input=json.dumps({"iteration": 0})
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            left = {f.headers["correlation-id"] for f in browse(dr, "ORDERS")}
+            status = sfn.describe_execution(executionArn=execution["executionArn"])["status"]
+            assert status == "RUNNING", status
+            if left == unconsumed:
+                break
+            time.sleep(0.5)
+    finally:
+        sfn.stop_execution(executionArn=execution["executionArn"])
+
+    remaining = browse(dr, "ORDERS")
+    assert {f.headers["correlation-id"] for f in remaining} == unconsumed
+    assert all(f.headers.get("redelivered", "false") == "false" for f in remaining)
+    events = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
+    outputs = [json.loads(e["taskSucceededEventDetails"]["output"]) for e in events if e["type"] == "TaskSucceeded"]
+    assert sum(o["Payload"]["purged"] for o in outputs) == 25
