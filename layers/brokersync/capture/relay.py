@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import stomp
 
+from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.advisory import parse_consumed_advisory
@@ -38,7 +39,6 @@ logger = logging.getLogger(__name__)
 #: The one transformation used for advisories everywhere (mixing them corrupted bodies).
 ADVISORY_TRANSFORMATION = "jms-advisory-json"
 _SUBSCRIPTION = "brokersync-relay"
-_DISCONNECTED = object()
 
 
 @dataclass(frozen=True)
@@ -68,19 +68,6 @@ class RelayReport:
         return sum(self.parked.values())
 
 
-class _Inbox(stomp.ConnectionListener):
-    """Runs on stomp.py's receiver thread: hands frames over and does nothing else."""
-
-    def __init__(self) -> None:
-        self.frames: queue_mod.Queue[object] = queue_mod.Queue()
-
-    def on_message(self, frame: stomp.utils.Frame) -> None:
-        self.frames.put(frame)
-
-    def on_disconnected(self) -> None:
-        self.frames.put(_DISCONNECTED)
-
-
 class AdvisoryRelay:
     """One relay over one primary broker; ``run`` is what each Lambda invocation (or process) calls."""
 
@@ -104,12 +91,12 @@ class AdvisoryRelay:
         self.audit = audit
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
-        self._inbox = _Inbox()
+        self._inbox = FrameInbox()
         self._connection: stomp.Connection12 | None = None
 
     # -- connection -------------------------------------------------------------------------
     def _connect(self) -> None:
-        self._inbox = _Inbox()
+        self._inbox = FrameInbox()
         connection = self.connector.connect(self._inbox, name="brokersync-relay")
         connection.subscribe(
             f"/queue/{CONSUMED_QUEUE}",
@@ -182,7 +169,7 @@ class AdvisoryRelay:
                 if not frames:
                     return frames, False
                 continue
-            if item is _DISCONNECTED:
+            if item is DISCONNECTED:
                 # Frames received on a dead connection cannot be acked; the broker redelivers them.
                 return [], True
             assert isinstance(item, stomp.utils.Frame)

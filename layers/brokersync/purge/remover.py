@@ -25,12 +25,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import queue as queue_mod
-import threading
 import time
 from dataclasses import dataclass, field
 
 import stomp
 
+from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.keys import key_kind
@@ -38,7 +38,6 @@ from brokersync.purge.selectors import selector_batches
 from brokersync.topology import SyncKey
 
 _FRAME_KEY_HEADER: dict[SyncKey, str] = {"correlation-id": "correlation-id", "message-id": "message-id"}
-_DISCONNECTED = object()
 
 
 class PurgeInvariantError(BrokerSyncError):
@@ -65,26 +64,6 @@ class RemovalResult:
     elapsed_s: float = 0.0
 
 
-class _Inbox(stomp.ConnectionListener):
-    def __init__(self) -> None:
-        self.frames: queue_mod.Queue[object] = queue_mod.Queue()
-        self.receipts: set[str] = set()
-        self.receipt_event = threading.Condition()
-
-    def on_message(self, frame: stomp.utils.Frame) -> None:
-        self.frames.put(frame)
-
-    def on_receipt(self, frame: stomp.utils.Frame) -> None:
-        with self.receipt_event:
-            self.receipts.add(frame.headers.get("receipt-id", ""))
-            self.receipt_event.notify_all()
-
-    def on_disconnected(self) -> None:
-        self.frames.put(_DISCONNECTED)
-        with self.receipt_event:
-            self.receipt_event.notify_all()
-
-
 class SelectorRemover:
     """Removes messages by sync key from queues on one broker (the DR broker)."""
 
@@ -109,7 +88,7 @@ class SelectorRemover:
         ]
         if not batches:
             return result
-        inbox = _Inbox()
+        inbox = FrameInbox()
         connection = self.connector.connect(inbox, name="brokersync-purge")
         try:
             step = self.settings.parallel_subscriptions
@@ -128,7 +107,7 @@ class SelectorRemover:
     def _remove_group(
         self,
         connection: stomp.Connection12,
-        inbox: _Inbox,
+        inbox: FrameInbox,
         queue: str,
         group: list[tuple[SyncKey, list[str], str]],
         result: RemovalResult,
@@ -174,12 +153,12 @@ class SelectorRemover:
         result.removed.extend(acked)
 
     @staticmethod
-    def _next(inbox: _Inbox, wait: float) -> stomp.utils.Frame | None:
+    def _next(inbox: FrameInbox, wait: float) -> stomp.utils.Frame | None:
         try:
             item = inbox.frames.get(timeout=wait) if wait > 0 else inbox.frames.get_nowait()
         except queue_mod.Empty:
             return None
-        if item is _DISCONNECTED:
+        if item is DISCONNECTED:
             raise BrokerUnavailableError("the DR broker dropped the purge connection")
         assert isinstance(item, stomp.utils.Frame)
         return item
@@ -203,16 +182,16 @@ class SelectorRemover:
         connection.ack(frame.headers["ack"])
         return key
 
-    def _unsubscribe_confirmed(self, connection: stomp.Connection12, inbox: _Inbox, sub_ids: list[str]) -> None:
+    def _unsubscribe_confirmed(self, connection: stomp.Connection12, inbox: FrameInbox, sub_ids: list[str]) -> None:
         """Unsubscribe; the last UNSUBSCRIBE carries a receipt, so its arrival confirms every ack before it."""
         receipt = f"purge-confirm-{next(self._ids)}"
         for sub_id in sub_ids[:-1]:
             connection.unsubscribe(sub_id)
         connection.unsubscribe(sub_ids[-1], headers={"receipt": receipt})
         deadline = time.monotonic() + self.settings.timeout_s
-        with inbox.receipt_event:
+        with inbox.receipt_arrived:
             while receipt not in inbox.receipts:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not connection.is_connected():
                     raise BrokerUnavailableError("the DR broker did not confirm the purge acks")
-                inbox.receipt_event.wait(remaining)
+                inbox.receipt_arrived.wait(remaining)

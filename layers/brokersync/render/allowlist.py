@@ -214,9 +214,8 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "discarding": frozenset({"deadLetterQueue", "enableAudit", "expiration", "processExpired", "processNonPersistent"}),
 }
 
-# Policy-entry strategies and cursors: any of these may sit inside a policyEntry's
-# strategy wrappers (deadLetterStrategy, pendingQueuePolicy, ...), which we do not police.
-_POLICY_PARTS = frozenset(
+# The wrappers inside a policyEntry, each holding one strategy, cursor or policy.
+_POLICY_WRAPPERS = frozenset(
     {
         "deadLetterStrategy",
         "dispatchPolicy",
@@ -228,6 +227,11 @@ _POLICY_PARTS = frozenset(
         "pendingSubscriberPolicy",
         "slowConsumerStrategy",
         "subscriptionRecoveryPolicy",
+    }
+)
+# Policy-entry strategies and cursors: any of these may sit inside a wrapper (not policed further).
+_POLICY_PARTS = _POLICY_WRAPPERS | frozenset(
+    {
         "individualDeadLetterStrategy",
         "sharedDeadLetterStrategy",
         "discarding",
@@ -326,19 +330,7 @@ CHILDREN: dict[str, frozenset[str]] = {
     "memoryUsage": frozenset({"memoryUsage"}),
 }
 
-# The wrappers inside a policyEntry hold one strategy, cursor or policy each.
-for _wrapper in (
-    "deadLetterStrategy",
-    "dispatchPolicy",
-    "messageEvictionStrategy",
-    "messageGroupMapFactory",
-    "pendingDurableSubscriberPolicy",
-    "pendingMessageLimitStrategy",
-    "pendingQueuePolicy",
-    "pendingSubscriberPolicy",
-    "slowConsumerStrategy",
-    "subscriptionRecoveryPolicy",
-):
+for _wrapper in _POLICY_WRAPPERS:
     CHILDREN[_wrapper] = _POLICY_PARTS
 CHILDREN["sharedDeadLetterStrategy"] = frozenset({"deadLetterQueue"})
 CHILDREN["deadLetterQueue"] = _DESTINATIONS
