@@ -7,7 +7,8 @@ is pinned in pyproject.toml for this reason) so that a function whose environmen
 inside the server process, with the function's configured environment, and returns its
 JSON result. An exception becomes ``FunctionError: Unhandled`` with Lambda's error payload,
 so Step Functions Retry and Catch see what they would see in AWS. Everything else about
-the state machines (ASL interpretation, waits, retries) is moto's own engine.
+the state machines (ASL interpretation, waits, retries) is moto's own engine. Amazon MQ
+reboots are routed to the local broker processes (see ``amazon_mq``).
 
 Run as ``python -m brokersync_local.aws_server -H 127.0.0.1 -p PORT`` (MotoServer does).
 """
@@ -25,6 +26,8 @@ from types import ModuleType
 from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
+
+from brokersync_local import amazon_mq
 
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
@@ -91,6 +94,7 @@ def _invoke(
 
 _original_invoke = LambdaSimpleBackend.invoke
 LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
+amazon_mq.install()
 
 
 def main() -> None:

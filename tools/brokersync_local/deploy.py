@@ -11,6 +11,7 @@ secrets hold throwaway credentials (the local brokers have no authentication).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -22,6 +23,7 @@ import boto3
 import yaml
 
 from brokersync.ledger.schema import create_ledger_table, load_template
+from brokersync.render import render_configuration
 from brokersync.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +40,7 @@ def _clients(endpoint: str, region: str) -> dict[str, Any]:
     )
     return {
         name: session.client(name, endpoint_url=endpoint)
-        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb")
+        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb", "mq")
     }
 
 
@@ -134,6 +136,38 @@ def deploy(
         json.loads(definition)  # the substituted definition must be JSON, as in AWS
         created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
     return created
+
+
+def register_brokers(topology: Topology, endpoint: str, region: str) -> dict[str, str]:
+    """Create each broker in moto's Amazon MQ with its rendered configuration as the current revision.
+
+    Returns broker ids by name. Existing brokers (a second deploy) are reused as they are.
+    """
+    mq = _clients(endpoint, region)["mq"]
+    existing = {b["BrokerName"]: b["BrokerId"] for b in mq.list_brokers().get("BrokerSummaries", [])}
+    ids: dict[str, str] = {}
+    for broker in topology.brokers:
+        if broker.name in existing:
+            ids[broker.name] = existing[broker.name]
+            continue
+        configuration = mq.create_configuration(
+            Name=f"{broker.name}-configuration", EngineType="ACTIVEMQ", EngineVersion="5.17.6"
+        )
+        data = base64.b64encode(render_configuration(topology, broker.role).encode()).decode()
+        revision = mq.update_configuration(ConfigurationId=configuration["Id"], Data=data)["LatestRevision"]["Revision"]
+        created = mq.create_broker(
+            BrokerName=broker.name,
+            DeploymentMode="SINGLE_INSTANCE",
+            EngineType="ACTIVEMQ",
+            EngineVersion="5.17.6",
+            HostInstanceType="mq.m5.large",
+            PubliclyAccessible=False,
+            AutoMinorVersionUpgrade=False,
+            Users=[{"Username": "local", "Password": "local-password"}],
+            Configuration={"Id": configuration["Id"], "Revision": revision},
+        )
+        ids[broker.name] = created["BrokerId"]
+    return ids
 
 
 def _role(iam: Any) -> str:

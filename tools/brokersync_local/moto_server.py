@@ -7,6 +7,7 @@ Lambda runs without Docker, through moto's own configuration endpoint.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from brokersync_local.amazon_mq import STATE_DIR_VARIABLE
 from brokersync_local.errors import ProcessFailedError
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import LOOPBACK, wait_until_answers
@@ -50,6 +52,7 @@ class MotoServer:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=self.state_dir,
+            env={**os.environ, STATE_DIR_VARIABLE: str(self.state_dir.parent)},
         )
         log.close()
         self.pid = self._process.pid

@@ -153,10 +153,12 @@ class LocalWorld:
         """Stop, by pid, every process this state directory records or holds."""
         recorded = self._recorded_pids()
         for role, broker in self.brokers.items():
-            broker.pid = broker.pid or recorded.get(role)
-            if broker.alive():
-                log(f"stopping broker {broker.name} (pid {broker.pid})")
-            broker.stop()
+            # A local Amazon MQ reboot restarts a broker under a new pid, recorded in env.json.
+            for pid in dict.fromkeys(p for p in (recorded.get(role), broker.pid) if p):
+                broker.pid = pid
+                if broker.alive():
+                    log(f"stopping broker {broker.name} (pid {pid})")
+                broker.stop()
         self.moto.pid = self.moto.pid or recorded.get("aws")
         if self.moto.alive():
             log(f"stopping moto (pid {self.moto.pid})")

@@ -1,0 +1,101 @@
+"""Stand-in for what moto's Amazon MQ lacks: reboots that restart the real broker, and broker states.
+
+moto's MQ API keeps brokers, configurations and revisions, but ``reboot_broker`` does
+nothing and a broker is always RUNNING. Inside the local AWS server this module makes
+``reboot_broker`` do what Amazon MQ does: the broker goes REBOOT_IN_PROGRESS, its process is
+stopped and started again running the *current configuration revision* (decoded from moto
+and wrapped only in what Amazon MQ manages), and it turns RUNNING when its transports
+answer, or CRITICAL_ACTION_REQUIRED when it does not come back. Brokers are matched to
+local processes by name (the topology's broker name), through the world's ``env.json``.
+
+Promote (CRDR) is not emulated: moto has no such call, and the local pair is not a CRDR
+pair; the failover state machine refuses a CRDR topology locally with a clear error.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from moto.mq.models import MQBackend
+
+from brokersync_local.broker_process import BrokerProcess
+from brokersync_local.wrapper import LocalPorts, wrap_for_local
+
+STATE_DIR_VARIABLE = "BROKERSYNC_LOCAL_STATE_DIR"
+logger = logging.getLogger(__name__)
+_env_lock = threading.Lock()
+
+
+def _env_file() -> Path | None:
+    state_dir = os.environ.get(STATE_DIR_VARIABLE)
+    return Path(state_dir) / "env.json" if state_dir else None
+
+
+def _local_broker(name: str) -> tuple[str, dict[str, Any]] | None:
+    env_file = _env_file()
+    if env_file is None or not env_file.exists():
+        return None
+    env = json.loads(env_file.read_text())
+    for role in ("primary", "dr"):
+        if env.get(role, {}).get("name") == name:
+            return role, env[role]
+    return None
+
+
+def _record_pid(role: str, pid: int | None) -> None:
+    env_file = _env_file()
+    if env_file is None:
+        return
+    with _env_lock:
+        env = json.loads(env_file.read_text())
+        env[role]["pid"] = pid
+        tmp = env_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(env, indent=2) + "\n")
+        tmp.replace(env_file)
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def restart_with_revision(backend: MQBackend, broker: Any) -> None:
+    """Restart the local process behind ``broker`` on its current configuration revision."""
+    found = _local_broker(broker.name)
+    if found is None:
+        broker.state = "RUNNING"  # a broker with no local process: nothing to restart
+        return
+    role, entry = found
+    current = broker.configurations["current"]
+    revision = backend.describe_configuration_revision(current["Id"], str(current["Revision"]))
+    document = base64.b64decode(revision.data).decode("utf-8")
+    ports = LocalPorts(openwire=_port(entry["openwire"]), stomp=_port(entry["stomp"]))
+    process = BrokerProcess(
+        name=broker.name, base_dir=Path(entry["data_dir"]).parent, ports=ports, pid=entry.get("pid")
+    )
+    try:
+        process.stop()
+        process.prepare(wrap_for_local(document, broker.name, ports))
+        process.start()
+        _record_pid(role, process.pid)
+        process.wait_ready(timeout_s=90)
+        broker.state = "RUNNING"
+    except Exception:
+        logger.exception("local reboot of %s failed", broker.name)
+        broker.state = "CRITICAL_ACTION_REQUIRED"
+
+
+def _reboot_broker(self: MQBackend, broker_id: str) -> None:
+    broker = self.describe_broker(broker_id)
+    broker.state = "REBOOT_IN_PROGRESS"
+    threading.Thread(target=restart_with_revision, args=(self, broker), daemon=True).start()
+
+
+def install() -> None:
+    """Patch moto's MQ backend in this process (the local AWS server calls this at start)."""
+    MQBackend.reboot_broker = _reboot_broker  # type: ignore[method-assign]
