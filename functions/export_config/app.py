@@ -1,0 +1,38 @@
+"""Scheduled export of this region's brokers' current configuration revisions and the topology."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+import yaml
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from brokersync.config import runtime_topology, setting
+from brokersync.config_export import export_configurations
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+BUCKET = setting("BROKERSYNC_CONFIG_BUCKET")
+REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+MQ = boto3.client("mq")
+S3 = boto3.client("s3")
+TOPOLOGY = runtime_topology()
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    topology_text = yaml.safe_dump(TOPOLOGY.model_dump(mode="json"), sort_keys=False)
+    exported = export_configurations(
+        MQ, S3, BUCKET, TOPOLOGY, topology_text, region=REGION, broker_ids=event.get("brokerIds")
+    )
+    metrics.add_metric(name="ConfigurationsExported", unit="Count", value=len(exported))
+    return {
+        "exported": [{"broker": e.broker, "revision": e.revision, "key": e.key, "sha256": e.sha256} for e in exported]
+    }

@@ -1,0 +1,66 @@
+"""Exporting each broker's current configuration revision, and the topology, to a versioned bucket.
+
+Failover rewrites broker configurations; failback and audits need to know what ran before.
+A scheduled export in each region writes the revision every broker of that region is
+running, under a key that names the revision, plus a ``current.xml`` that the bucket's
+versioning turns into a history, plus the topology as the functions read it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from brokersync.topology import Topology
+
+
+@dataclass(frozen=True)
+class ExportedRevision:
+    broker: str
+    configuration_id: str
+    revision: int
+    key: str
+    sha256: str
+
+
+def _broker_id(broker_id_or_arn: str) -> str:
+    return broker_id_or_arn.rsplit(":", 1)[-1]
+
+
+def export_configurations(
+    mq: Any,
+    s3: Any,
+    bucket: str,
+    topology: Topology,
+    topology_text: str,
+    *,
+    region: str | None = None,
+    broker_ids: dict[str, str] | None = None,
+) -> list[ExportedRevision]:
+    """Write the current revision of every broker in ``region`` (all when None) and the topology.
+
+    ``broker_ids`` maps broker names to ids where they differ from the topology (locally,
+    moto's ids). Writing an unchanged revision again only adds an identical version.
+    """
+    exported: list[ExportedRevision] = []
+    for broker in topology.brokers:
+        if region is not None and broker.region not in (None, region):
+            continue
+        broker_id = (broker_ids or {}).get(broker.name) or _broker_id(broker.broker_id)
+        current = mq.describe_broker(BrokerId=broker_id)["Configurations"]["Current"]
+        revision = mq.describe_configuration_revision(
+            ConfigurationId=current["Id"], ConfigurationRevision=str(current["Revision"])
+        )
+        document = base64.b64decode(revision["Data"])
+        digest = hashlib.sha256(document).hexdigest()
+        key = f"configurations/{broker.name}/{current['Id']}/revision-{int(current['Revision']):05d}.xml"
+        metadata = {"broker": broker.name, "revision": str(current["Revision"]), "sha256": digest}
+        for target in (key, f"configurations/{broker.name}/current.xml"):
+            s3.put_object(Bucket=bucket, Key=target, Body=document, ContentType="application/xml", Metadata=metadata)
+        exported.append(ExportedRevision(broker.name, current["Id"], int(current["Revision"]), key, digest))
+    s3.put_object(
+        Bucket=bucket, Key="topology/topology.yaml", Body=topology_text.encode(), ContentType="application/yaml"
+    )
+    return exported
