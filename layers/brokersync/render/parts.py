@@ -101,6 +101,9 @@ def primary_parts(topology: Topology) -> RoleParts:
             parts.composites.append(_forward(CONSUMED_ADVISORY_PREFIX + queue.name, False, [("queue", CONSUMED_QUEUE)]))
             parts.policies[queue.name] = [("advisoryForConsumed", "true")]
     parts.destinations += [CONSUMED_QUEUE, RECEIPTS_QUEUE, PARKED_QUEUE]
+    # Explicit, because a failover renders the primary role over the DR broker's previous
+    # configuration, whose periodic journal sync must not survive into the primary.
+    parts.journal = [("journalDiskSyncStrategy", "always")]
     if copy:
         parts.connectors = _connectors(topology, topology.dr)
     return parts
@@ -118,11 +121,9 @@ def dr_parts(topology: Topology) -> RoleParts:
             ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
             ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
         ]
+    parts.journal = [("journalDiskSyncStrategy", tuning.journal_disk_sync)]
     if tuning.journal_disk_sync == "periodic":
-        parts.journal = [
-            ("journalDiskSyncStrategy", "periodic"),
-            ("journalDiskSyncInterval", str(tuning.journal_sync_interval_ms)),
-        ]
+        parts.journal.append(("journalDiskSyncInterval", str(tuning.journal_sync_interval_ms)))
     return parts
 
 

@@ -178,3 +178,11 @@ def test_broker_children_are_in_alphabetical_order(topology: Topology, role: str
 
     names = [etree.QName(c).localname for c in doc if isinstance(c.tag, str)]
     assert names == sorted(names)
+
+
+def test_a_failover_render_over_the_dr_configuration_restores_per_message_journal_sync(topology: Topology) -> None:
+    old_dr = render_configuration(topology, "dr")
+
+    new_primary = _doc(render_configuration(topology.swapped(), "primary", base=old_dr))
+
+    assert new_primary.xpath("//c:kahaDB/@journalDiskSyncStrategy", namespaces=NS) == ["always"]
