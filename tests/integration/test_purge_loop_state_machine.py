@@ -62,6 +62,7 @@ def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
     remaining = browse(dr, "ORDERS")
     assert {f.headers["correlation-id"] for f in remaining} == unconsumed
     assert all(f.headers.get("redelivered", "false") == "false" for f in remaining)
-    events = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
+    pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+    events = [event for page in pages for event in page["events"]]
     outputs = [json.loads(e["taskSucceededEventDetails"]["output"]) for e in events if e["type"] == "TaskSucceeded"]
     assert sum(o["Payload"]["purged"] for o in outputs) == 25
