@@ -85,8 +85,8 @@ class TableBackend(ABC):
         """Write a work pointer; return its size in bytes."""
 
     @abstractmethod
-    def pointers(self, queue: str, limit: int) -> list[Pointer]:
-        """The oldest ``limit`` work pointers of ``queue``."""
+    def pointers(self, queue: str, limit: int, after: str | None = None) -> list[Pointer]:
+        """The oldest ``limit`` work pointers of ``queue`` (those sorting after ``after``, when given)."""
 
     @abstractmethod
     def delete_pointer(self, queue: str, sk: str) -> None: ...

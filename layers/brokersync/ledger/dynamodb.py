@@ -126,11 +126,15 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         _translate(item.save)
         return len(f"Q#{queue}") + len(pointer.sk) + len(item.refs or "") + 30
 
-    def pointers(self, queue: str, limit: int) -> list[Pointer]:
+    def pointers(self, queue: str, limit: int, after: str | None = None) -> list[Pointer]:
+        condition = self.model.sk > after if after is not None else None
+
         def run() -> list[Pointer]:
             return [
                 Pointer(sk=i.sk, refs=_refs(i.refs))
-                for i in self.model.query(f"Q#{queue}", scan_index_forward=True, limit=limit, consistent_read=False)
+                for i in self.model.query(
+                    f"Q#{queue}", range_key_condition=condition, scan_index_forward=True, limit=limit
+                )
             ]
 
         return _translate(run)

@@ -35,6 +35,9 @@ DEFAULT_SHARDS = 2
 #: How long after its creation a ULID-keyed message is looked for by ``was_consumed``.
 DEFAULT_CONSUME_LAG = timedelta(minutes=15)
 _OFFSET = struct.Struct(">H")
+#: Work pointers read per page, and pages read at most per ``pending`` call.
+POINTER_PAGE = 100
+MAX_POINTER_PAGES = 20
 #: Sort keys are 13-digit millisecond strings; later bounds are clamped to the largest one.
 _LAST_MS = 9_999_999_999_999
 
@@ -129,28 +132,47 @@ class Ledger(LedgerStore):
 
     # -- reads and marks (DR region) -----------------------------------------------------------
     def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
+        """Unresolved keys, oldest consume first, read from the oldest work pointers on.
+
+        Pointers are read a page at a time until ``limit`` keys are found (or
+        :data:`MAX_POINTER_PAGES` pages were read, bounding one call's cost); the keys found
+        are sorted by consume time before the cut, so a batch written late with older keys
+        still comes first. Pointers whose items are all resolved are deleted on the way.
+        """
         found: dict[str, int] = {}
         places: dict[str, list[tuple[ItemRef, bytes | str]]] = defaultdict(list)
-        for pointer in self.backend.pointers(queue, limit=max(10, limit // 50)):
-            captured = self.backend.captured(queue, pointer.refs)
-            marks = self.backend.marks(queue, pointer.refs)
-            unresolved = 0
-            for ref in pointer.refs:
-                done = marks.get(ref, Marks())
-                for key, consumed_at, element in _decode(ref.bucket_ms, captured.get(ref, KeySets())):
-                    if element in done.purged.ulids or element in done.purged.message_ids:
-                        continue
-                    if element in done.missing.ulids or element in done.missing.message_ids:
-                        continue
-                    unresolved += 1
-                    found[key] = min(found.get(key, consumed_at), consumed_at)
-                    places[key].append((ref, element))
-            if unresolved == 0:
-                self.backend.delete_pointer(queue, pointer.sk)
-            if len(found) >= limit:
+        after: str | None = None
+        for _page in range(MAX_POINTER_PAGES):
+            pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
+            for pointer in pointers:
+                self._collect(queue, pointer, found, places)
+            if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
+            after = pointers[-1].sk
         ordered = sorted(found.items(), key=lambda item: (item[1], item[0]))
         return [PendingKey(key, consumed_at, tuple(places[key])) for key, consumed_at in ordered[:limit]]
+
+    def _collect(
+        self,
+        queue: str,
+        pointer: Pointer,
+        found: dict[str, int],
+        places: dict[str, list[tuple[ItemRef, bytes | str]]],
+    ) -> None:
+        captured = self.backend.captured(queue, pointer.refs)
+        marks = self.backend.marks(queue, pointer.refs)
+        unresolved = 0
+        for ref in pointer.refs:
+            done = marks.get(ref, Marks())
+            resolved = done.purged.ulids | done.missing.ulids | done.purged.message_ids | done.missing.message_ids
+            for key, consumed_at, element in _decode(ref.bucket_ms, captured.get(ref, KeySets())):
+                if element in resolved:
+                    continue
+                unresolved += 1
+                found[key] = min(found.get(key, consumed_at), consumed_at)
+                places[key].append((ref, element))
+        if unresolved == 0:
+            self.backend.delete_pointer(queue, pointer.sk)
 
     def mark_purged(self, queue: str, keys: Sequence[PendingKey]) -> WriteReport:
         return self._mark(queue, keys, missing=False)

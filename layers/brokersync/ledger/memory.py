@@ -43,10 +43,10 @@ class MemoryBackend(TableBackend, AuditBackend):
             self._pointers.setdefault(queue, {})[pointer.sk] = pointer
         return len(f"Q#{queue}") + len(pointer.sk) + 16 + 20 * len(pointer.refs)
 
-    def pointers(self, queue: str, limit: int) -> list[Pointer]:
+    def pointers(self, queue: str, limit: int, after: str | None = None) -> list[Pointer]:
         with self._lock:
             items = self._pointers.get(queue, {})
-            return [items[sk] for sk in sorted(items)[:limit]]
+            return [items[sk] for sk in sorted(items) if after is None or sk > after][:limit]
 
     def delete_pointer(self, queue: str, sk: str) -> None:
         with self._lock:

@@ -192,3 +192,11 @@ def test_pending_is_always_recorded_minus_resolved(operations: list[tuple[int, i
             recorded.add((key, T0 + offset))
 
     assert {p.key for p in ledger.pending("Q", limit=100)} == {key for key, _ in recorded - resolved}
+
+
+def test_pending_reads_past_the_first_page_of_small_writes(ledger: Ledger) -> None:
+    keys = _ulids(130)
+    for index, key in enumerate(keys):
+        ledger.record("ORDERS", [(key, T0 + index)])
+
+    assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys

@@ -86,7 +86,7 @@ def test_keys_not_found_make_room_for_newer_ones(topology_path: Path) -> None:
     service.purge_queue("ORDERS")
     second = service.purge_queue("ORDERS")
 
-    assert dr.asked == [stuck, newer]
+    assert [set(asked) for asked in dr.asked] == [set(stuck), set(newer)]
     assert second.purged == 3
 
 
