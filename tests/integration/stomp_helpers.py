@@ -36,27 +36,22 @@ def receive(
         headers["transformation"] = transformation
     connection.subscribe(f"/queue/{queue}", id="r", ack="client-individual", headers=headers)
     frames: list[stomp.utils.Frame] = []
-    deadline = time.monotonic() + timeout_s
-    try:
+
+    def take(until: float, limit: float) -> None:
         # Acks go out as frames arrive (never from the listener thread), so a prefetch
         # window smaller than ``count`` keeps flowing.
-        while len(frames) < count and time.monotonic() < deadline:
+        while len(frames) < limit and time.monotonic() < until:
             try:
-                frame = collector.frames.get(timeout=max(0.01, deadline - time.monotonic()))
+                frame = collector.frames.get(timeout=max(0.01, until - time.monotonic()))
             except queue_mod.Empty:
-                break
+                return
             frames.append(frame)
             if ack:
                 connection.ack(frame.headers["ack"])
-        settle_until = time.monotonic() + settle_s
-        while time.monotonic() < settle_until:
-            try:
-                frame = collector.frames.get(timeout=max(0.01, settle_until - time.monotonic()))
-            except queue_mod.Empty:
-                break
-            frames.append(frame)
-            if ack:
-                connection.ack(frame.headers["ack"])
+
+    try:
+        take(time.monotonic() + timeout_s, count)
+        take(time.monotonic() + settle_s, float("inf"))
         connection.unsubscribe("r", headers={"receipt": "unsubscribed"})
         time.sleep(0.05)
     finally:
