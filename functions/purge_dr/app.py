@@ -17,15 +17,15 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import runtime_topology
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
-from brokersync.runtime import ledger_from_env, stomp_connector
+from brokersync.runtime import broker_connector, ledger_from_env, role_store
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
+ROLES = role_store()
 LEDGER = ledger_from_env()
-DR = stomp_connector(TOPOLOGY, "dr")
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 
 
@@ -33,7 +33,9 @@ MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    service = PurgeService(LEDGER, SelectorRemover(DR), TOPOLOGY, metrics=metrics, dr_statistics=StatisticsClient(DR))
+    topology = ROLES.current(TOPOLOGY)  # after a failover the DR broker is the old primary
+    dr = broker_connector(topology.dr)
+    service = PurgeService(LEDGER, SelectorRemover(dr), topology, metrics=metrics, dr_statistics=StatisticsClient(dr))
     budget = min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)
     report = service.run(max_seconds=budget, stop_when_idle=True)
     return {

@@ -18,15 +18,15 @@ from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.relay import AdvisoryRelay
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, runtime_topology
-from brokersync.runtime import ledger_from_env, stomp_connector
+from brokersync.runtime import broker_connector, ledger_from_env, role_store
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
+ROLES = role_store()
 LEDGER = ledger_from_env()
-PRIMARY = stomp_connector(TOPOLOGY, "primary")
 MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS))
 
 
@@ -34,9 +34,11 @@ MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECO
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    statistics = StatisticsClient(PRIMARY)
-    audit = CaptureAudit(LEDGER.backend, statistics, TOPOLOGY, metrics=metrics)  # type: ignore[arg-type]
-    relay = AdvisoryRelay(PRIMARY, LedgerWriter(LEDGER), TOPOLOGY, statistics=statistics, audit=audit, metrics=metrics)
+    topology = ROLES.current(TOPOLOGY)  # after a failover the primary is the old DR broker
+    primary = broker_connector(topology.primary)
+    statistics = StatisticsClient(primary)
+    audit = CaptureAudit(LEDGER.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
+    relay = AdvisoryRelay(primary, LedgerWriter(LEDGER), topology, statistics=statistics, audit=audit, metrics=metrics)
     report = relay.run(max_seconds=min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 5))
     findings = audit.check()
     return {
