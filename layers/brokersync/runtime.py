@@ -7,13 +7,34 @@ code never creates clients itself. Locally, ``AWS_ENDPOINT_URL`` points every AW
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 
+import boto3
+
+from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
-from brokersync.config import DEFAULT_LEDGER_TABLE, ENV_LEDGER_TABLE, setting
+from brokersync.config import (
+    DEFAULT_LEDGER_TABLE,
+    ENV_BROKER_IDS,
+    ENV_CONFIG_BUCKET,
+    ENV_EVENT_BUS,
+    ENV_LEDGER_TABLE,
+    ENV_PURGE_LOOP_ARN,
+    ENV_RECEIPTS_FUNCTION,
+    ENV_RELAY_RULE,
+    ENV_ROLES_PARAMETER,
+    setting,
+)
+from brokersync.failover.control_plane import BrokerControl
+from brokersync.failover.steps import FailoverEnvironment, TransitionStore
+from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import Ledger, dynamodb_ledger
-from brokersync.topology import Role, Topology
+from brokersync.metrics import MetricsSink
+from brokersync.purge.remover import SelectorRemover
+from brokersync.roles import DEFAULT_ROLES_PARAMETER, RoleStore
+from brokersync.topology import Broker, Topology
 
 
 def ledger_from_env(env: Mapping[str, str] | None = None) -> Ledger:
@@ -33,6 +54,51 @@ def broker_credentials(secret_name: str) -> BrokerCredentials:
     return BrokerCredentials(str(value["username"]), str(value["password"]))
 
 
-def stomp_connector(topology: Topology, role: Role) -> StompConnector:
-    broker = topology.broker(role)
+def broker_connector(broker: Broker) -> StompConnector:
     return StompConnector(broker.stomp, broker_credentials(broker.credentials_secret))
+
+
+def role_store(env: Mapping[str, str] | None = None) -> RoleStore:
+    env = env if env is not None else os.environ
+    return RoleStore(boto3.client("ssm"), setting(ENV_ROLES_PARAMETER, default=DEFAULT_ROLES_PARAMETER, env=env))
+
+
+def broker_ids(topology: Topology, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Broker ids by name: the topology's, overridden by ``BROKERSYNC_BROKER_IDS`` (the local world's)."""
+    env = env if env is not None else os.environ
+    ids = {b.name: b.broker_id for b in topology.brokers}
+    ids.update(json.loads(env.get(ENV_BROKER_IDS) or "{}"))
+    return ids
+
+
+def sync_control(env: Mapping[str, str] | None = None) -> SyncControl:
+    env = env if env is not None else os.environ
+    switches = SyncSwitches(
+        relay_rule=env.get(ENV_RELAY_RULE) or None,
+        receipts_function=env.get(ENV_RECEIPTS_FUNCTION) or None,
+        purge_loop_arn=env.get(ENV_PURGE_LOOP_ARN) or None,
+    )
+    return SyncControl(switches, boto3.client("events"), boto3.client("lambda"), boto3.client("stepfunctions"))
+
+
+def failover_environment(
+    topology: Topology, metrics: MetricsSink, env: Mapping[str, str] | None = None
+) -> FailoverEnvironment:
+    """Everything the failover steps talk to, from the function's environment."""
+    env = env if env is not None else os.environ
+    roles = role_store(env)
+    return FailoverEnvironment(
+        topology=topology,
+        roles=roles,
+        transitions=TransitionStore(roles.ssm, roles.name),
+        brokers=BrokerControl(boto3.client("mq"), broker_ids(topology, env)),
+        sync=sync_control(env),
+        s3=boto3.client("s3"),
+        bucket=setting(ENV_CONFIG_BUCKET, env=env),
+        events=boto3.client("events"),
+        ledger=ledger_from_env(env),
+        statistics=lambda broker: StatisticsClient(broker_connector(broker)),
+        remover=lambda broker: SelectorRemover(broker_connector(broker)),
+        metrics=metrics,
+        event_bus=env.get(ENV_EVENT_BUS) or "default",
+    )

@@ -91,8 +91,12 @@ class PurgeService:
         self.clock = clock
         self._waiting: dict[str, dict[str, float]] = {}
 
-    def run(self, max_seconds: float, *, stop_when_idle: bool = False) -> PurgeReport:
-        """Purge rounds over every sync queue until ``max_seconds`` pass (or nothing is pending)."""
+    def run(self, max_seconds: float, *, stop_when_idle: bool = False, stop_when_stalled: bool = False) -> PurgeReport:
+        """Purge rounds over every sync queue until ``max_seconds`` pass.
+
+        ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
+        removed nothing (a failback's catch-up: what is still pending is not on the broker now).
+        """
         report = PurgeReport()
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline:
@@ -108,7 +112,7 @@ class PurgeService:
             report.rounds += 1
             if progress == 0:
                 self.emit_depths()
-                if stop_when_idle and report.pending == 0:
+                if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
                 time.sleep(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())))
         return report

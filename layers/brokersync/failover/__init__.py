@@ -1,0 +1,1 @@
+"""Failover, switchover and failback: the steps the state machines run, one idempotent action each."""

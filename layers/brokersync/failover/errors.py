@@ -1,0 +1,21 @@
+"""Errors a failover step raises; their class names are the ``Error`` the state machines match."""
+
+from __future__ import annotations
+
+from brokersync.exceptions import BrokerSyncError
+
+
+class FailoverRequestError(BrokerSyncError):
+    """The execution input is not a failover request (unknown mode, unknown broker name)."""
+
+
+class SwitchoverRefusedError(BrokerSyncError):
+    """A switchover needs the old primary (to drain it); it is unreachable, so FAILOVER is the choice."""
+
+
+class PromoteError(BrokerSyncError):
+    """Amazon MQ refused to promote the CRDR replica broker."""
+
+
+class ConfigurationApplyError(BrokerSyncError):
+    """Amazon MQ refused the rendered configuration or the broker update."""

@@ -1,0 +1,338 @@
+"""The steps of a failover, switchover or failback, each one idempotent.
+
+The state machines call one step per task and carry a small context (``ctx``) from step to
+step. Every step looks at where things already are before it acts, so an execution that
+failed half way can simply be started again: the *transition record* (an SSM parameter
+beside the role parameter) remembers which broker is being promoted until the transition
+completes, so a re-run resumes the same transition even after the roles were swapped,
+instead of failing back the other way.
+
+Nothing here needs the old primary's region during a FAILOVER: the role parameter, the
+configuration bucket, the Amazon MQ API and the ledger replica are all regional.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
+from brokersync.failover.control_plane import RUNNING, BrokerControl
+from brokersync.failover.errors import FailoverRequestError, SwitchoverRefusedError
+from brokersync.failover.sync_control import SyncControl
+from brokersync.ledger.base import LedgerStore
+from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.purge.remover import SelectorRemover
+from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.render import render_configuration
+from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
+
+Mode = Literal["SWITCHOVER", "FAILOVER", "FAILBACK"]
+MODES: tuple[Mode, ...] = ("SWITCHOVER", "FAILOVER", "FAILBACK")
+DEFAULT_DRAIN_TIMEOUT_S = 300
+DEFAULT_RUNNING_TIMEOUT_S = 900
+#: A failback catches up with the new primary's copy backlog until at most this many copies wait.
+CAUGHT_UP_COPIES = 100
+
+
+@dataclass(frozen=True)
+class Transition:
+    mode: Mode
+    source: str
+    target: str
+    execution: str
+    started_at_ms: int
+    status: Literal["in-progress", "done"] = "in-progress"
+
+
+class TransitionStore:
+    """The transition in progress, next to the role parameter (``<roles>/transition``)."""
+
+    def __init__(self, ssm: Any, roles_parameter: str) -> None:
+        self.ssm = ssm
+        self.name = f"{roles_parameter}/transition"
+
+    def read(self) -> Transition | None:
+        try:
+            value = self.ssm.get_parameter(Name=self.name)["Parameter"]["Value"]
+        except self.ssm.exceptions.ParameterNotFound:
+            return None
+        return Transition(**json.loads(value))
+
+    def write(self, transition: Transition) -> None:
+        self.ssm.put_parameter(Name=self.name, Value=json.dumps(asdict(transition)), Type="String", Overwrite=True)
+
+
+@dataclass
+class FailoverEnvironment:
+    """Everything the steps talk to; built once per cold start by the handler."""
+
+    topology: Topology
+    roles: RoleStore
+    transitions: TransitionStore
+    brokers: BrokerControl
+    sync: SyncControl
+    s3: Any
+    bucket: str
+    events: Any
+    ledger: LedgerStore
+    statistics: Callable[[Broker], StatisticsClient]
+    remover: Callable[[Broker], SelectorRemover]
+    metrics: MetricsSink = NullMetrics()  # noqa: RUF009 (stateless)
+    event_bus: str = "default"
+    clock: Callable[[], float] = time.time
+
+
+class FailoverSteps:
+    def __init__(self, env: FailoverEnvironment) -> None:
+        self.env = env
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.env.clock() * 1000)
+
+    def _assignment(self) -> RoleAssignment:
+        return self.env.roles.read() or RoleAssignment.initial(self.env.topology)
+
+    def _after(self, ctx: dict[str, Any]) -> Topology:
+        """The topology as it will be once ``ctx['target']`` is primary."""
+        topology = self.env.topology
+        return topology if topology.primary.name == ctx["target"] else topology.swapped()
+
+    def _broker(self, name: str) -> Broker:
+        return next(b for b in self.env.topology.brokers if b.name == name)
+
+    # -- planning --------------------------------------------------------------------------------
+    def plan(self, request: dict[str, Any], execution: str) -> dict[str, Any]:
+        """Decide source and target (or resume the transition in progress) and check preconditions."""
+        mode = str(request.get("mode", "")).upper()
+        if mode not in ("SWITCHOVER", "FAILOVER"):
+            raise FailoverRequestError(f"mode must be SWITCHOVER or FAILOVER, got {request.get('mode')!r}")
+        transition = self._resume_or_start(mode, request, execution)  # type: ignore[arg-type]
+        ctx = self._context(transition, request)
+        if transition is None:
+            return ctx
+        if mode == "SWITCHOVER":
+            self._probe_for_switchover(transition.source)
+        return ctx
+
+    def plan_failback(self, request: dict[str, Any], execution: str) -> dict[str, Any]:
+        """The broker now playing DR rejoins as DR: it is reconfigured, cleaned, then synced again."""
+        assignment = self._assignment()
+        current = self.env.transitions.read()
+        if current and current.status == "in-progress" and current.mode != "FAILBACK":
+            raise FailoverRequestError(
+                f"a {current.mode} to {current.target} is still in progress ({current.execution}): re-run it first"
+            )
+        if current and current.status == "in-progress":
+            transition = current
+        else:
+            transition = Transition("FAILBACK", assignment.dr, assignment.primary, execution, self._now_ms())
+            self.env.transitions.write(transition)
+        return self._context(transition, request)
+
+    def _resume_or_start(self, mode: Mode, request: dict[str, Any], execution: str) -> Transition | None:
+        current = self.env.transitions.read()
+        if current and current.status == "in-progress":
+            if current.mode != mode:
+                raise FailoverRequestError(
+                    f"a {current.mode} to {current.target} is in progress ({current.execution}): "
+                    f"re-run it with mode {current.mode} (or finish it) before a {mode}"
+                )
+            return current
+        assignment = self._assignment()
+        target = str(request.get("target") or assignment.dr)
+        names = {b.name for b in self.env.topology.brokers}
+        if target not in names:
+            raise FailoverRequestError(f"target {target!r} is not a broker of the topology ({sorted(names)})")
+        if target == assignment.primary:
+            return None  # already primary: nothing to do
+        transition = Transition(mode, assignment.primary, target, execution, self._now_ms())
+        self.env.transitions.write(transition)
+        return transition
+
+    def _context(self, transition: Transition | None, request: dict[str, Any]) -> dict[str, Any]:
+        if transition is None:
+            return {"nothingToDo": True, "crdr": self.env.topology.is_crdr}
+        now = self._now_ms()
+        return {
+            "nothingToDo": False,
+            "mode": transition.mode,
+            "source": transition.source,
+            "target": transition.target,
+            "crdr": self.env.topology.is_crdr,
+            "transitionStartedAtMs": transition.started_at_ms,
+            "drainDeadlineMs": now + int(request.get("drainTimeoutSeconds", DEFAULT_DRAIN_TIMEOUT_S)) * 1000,
+            "runningDeadlineMs": now + int(request.get("runningTimeoutSeconds", DEFAULT_RUNNING_TIMEOUT_S)) * 1000,
+        }
+
+    def _probe_for_switchover(self, source: str) -> None:
+        try:
+            self.env.statistics(self._broker(source)).queue_stats([CONSUMED_QUEUE])
+        except BrokerSyncError as e:
+            raise SwitchoverRefusedError(
+                f"the old primary {source} is unreachable ({e}); a switchover must drain it first. "
+                "Start a FAILOVER instead if its region is lost."
+            ) from e
+
+    # -- switchover drain ------------------------------------------------------------------------
+    def drain_status(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        """Is everything accepted by the old primary on DR, and every consumed copy purged?
+
+        Drained means: no application consumer on a synced queue of the old primary, no copy
+        waiting in its ``Q.DR`` outflow, no consumed advisory waiting to be relayed, and no key
+        pending purge. Only then can the roles swap with zero loss and zero duplicates.
+        """
+        topology = self.env.topology
+        synced = [q for q in topology.queues if q.captures_consumed]
+        try:
+            stats = self.env.statistics(self._broker(ctx["source"])).queue_stats(
+                [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
+            )
+        except BrokerUnavailableError as e:
+            source = ctx["source"]
+            raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
+        outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
+        consumers = {q.name: stats[q.name].consumer_count for q in synced}
+        pending = {q.name: len(self.env.ledger.pending(q.name, limit=1000)) for q in synced}
+        advisories = stats[CONSUMED_QUEUE].size
+        drained = not any(outflow.values()) and not any(consumers.values()) and not any(pending.values())
+        drained = drained and advisories == 0
+        return {
+            "drained": drained,
+            "timedOut": not drained and self._now_ms() > ctx["drainDeadlineMs"],
+            "outflow": outflow,
+            "consumers": consumers,
+            "pendingPurge": pending,
+            "advisoriesWaiting": advisories,
+        }
+
+    # -- sync ----------------------------------------------------------------------------------------
+    def stop_sync(self, ctx: dict[str, Any], execution: str) -> dict[str, Any]:
+        return self.env.sync.stop(cause=f"{ctx.get('mode', 'FAILOVER')} {execution}")
+
+    def start_sync(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        return self.env.sync.start()
+
+    # -- configurations -------------------------------------------------------------------------
+    def save_configuration(self, ctx: dict[str, Any], broker: str, execution: str) -> dict[str, Any]:
+        """Keep the revision the broker ran before this transition, where failback and audits find it."""
+        configuration_id, revision, document = self.env.brokers.current_document(broker)
+        key = f"transitions/{ctx['transitionStartedAtMs']}-{ctx['mode']}/{broker}-revision-{revision:05d}.xml"
+        self.env.s3.put_object(
+            Bucket=self.env.bucket,
+            Key=key,
+            Body=document.encode("utf-8"),
+            ContentType="application/xml",
+            Metadata={"broker": broker, "configuration": configuration_id, "revision": str(revision)},
+        )
+        return {"broker": broker, "revision": revision, "key": key}
+
+    def apply_configuration(self, ctx: dict[str, Any], broker: str, role: Role) -> dict[str, Any]:
+        """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending."""
+        _, _, current = self.env.brokers.current_document(broker)
+        document = render_configuration(self._after(ctx), role, base=current)
+        applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx['mode']}: {role}")
+        if applied.warnings:
+            self.env.metrics.add_metric("ConfigurationWarnings", "Count", len(applied.warnings))
+        return {
+            "broker": broker,
+            "role": role,
+            "configurationId": applied.configuration_id,
+            "revision": applied.revision,
+            "createdRevision": applied.created,
+            "sanitizationWarnings": applied.warnings,
+        }
+
+    def reboot(self, ctx: dict[str, Any], applied: list[dict[str, Any]]) -> dict[str, Any]:
+        """Reboot each broker that has not yet started on its applied revision."""
+        rebooted = []
+        for entry in applied:
+            if self.env.brokers.needs_reboot(entry["broker"], int(entry["revision"])):
+                self.env.brokers.reboot(entry["broker"])
+                rebooted.append(entry["broker"])
+        return {"rebooted": rebooted, "at": self._now_ms()}
+
+    def broker_states(self, ctx: dict[str, Any], brokers: list[str]) -> dict[str, Any]:
+        states = {name: self.env.brokers.state(name) for name in brokers}
+        running = all(state == RUNNING for state in states.values())
+        return {
+            "states": states,
+            "allRunning": running,
+            "timedOut": not running and self._now_ms() > ctx["runningDeadlineMs"],
+        }
+
+    def promote(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        self.env.brokers.promote(ctx["target"], "SWITCHOVER" if ctx["mode"] == "SWITCHOVER" else "FAILOVER")
+        return {"promoted": ctx["target"]}
+
+    # -- roles and completion -------------------------------------------------------------------------
+    def swap_roles(self, ctx: dict[str, Any], execution: str) -> dict[str, Any]:
+        assignment = self._assignment()
+        if assignment.primary == ctx["target"] and ctx["mode"] != "FAILBACK":
+            return {"primary": assignment.primary, "dr": assignment.dr, "epoch": assignment.epoch, "changed": False}
+        if ctx["mode"] == "FAILBACK":
+            # Roles already name the rejoining broker DR; the new epoch records that it is synced again.
+            updated = RoleAssignment(
+                assignment.primary, assignment.dr, assignment.epoch + 1, assignment.changed_at, f"FAILBACK {execution}"
+            )
+        else:
+            updated = assignment.swapped(f"{ctx['mode']} {execution}")
+        self.env.roles.write(updated)
+        return {"primary": updated.primary, "dr": updated.dr, "epoch": updated.epoch, "changed": True}
+
+    def complete(self, ctx: dict[str, Any]) -> dict[str, Any]:
+        transition = self.env.transitions.read()
+        started = ctx["transitionStartedAtMs"]
+        rto_s = round((self._now_ms() - started) / 1000, 3)
+        if transition and transition.status == "in-progress":
+            self.env.transitions.write(Transition(**{**asdict(transition), "status": "done"}))
+        detail = {"mode": ctx["mode"], "primary": ctx["target"], "previous": ctx["source"], "rtoSeconds": rto_s}
+        self.env.metrics.add_metric(f"{ctx['mode'].title()}RtoSeconds", "Seconds", rto_s)
+        self.env.events.put_events(
+            Entries=[
+                {
+                    "Source": "brokersync",
+                    "DetailType": f"BrokerSync {ctx['mode'].title()} Completed",
+                    "Detail": json.dumps(detail),
+                    "EventBusName": self.env.event_bus,
+                }
+            ]
+        )
+        return detail
+
+    # -- failback ------------------------------------------------------------------------------------
+    def remove_consumed(self, ctx: dict[str, Any], max_seconds: float) -> dict[str, Any]:
+        """Remove from the rejoining broker every message the ledger says was consumed since it left.
+
+        Its queues still hold what was unconsumed when it went away, and the new primary's copy
+        backlog flows in once the bridge connects; a key is therefore not given up on as missing
+        until the new primary's outflow has caught up (``done``); after that the purge loop,
+        with its usual cutoff, takes over.
+        """
+        after = self._after(ctx)
+        service = PurgeService(
+            self.env.ledger,
+            self.env.remover(after.dr),
+            after,
+            settings=PurgeSettings(missing_after=timedelta(days=3650)),
+            metrics=self.env.metrics,
+        )
+        try:
+            outflow = self.env.statistics(after.primary).queue_stats([after.dr_name(q) for q in after.queues])
+        except BrokerSyncError:
+            outflow = {}
+        caught_up = bool(outflow) and sum(s.size for s in outflow.values()) <= CAUGHT_UP_COPIES
+        report = service.run(max_seconds=max_seconds, stop_when_idle=True, stop_when_stalled=True)
+        return {
+            "done": caught_up,
+            "removed": report.purged,
+            "stillPending": report.pending,
+            "copyBacklog": {name: s.size for name, s in outflow.items()},
+        }

@@ -1,0 +1,148 @@
+"""Failover steps: planning, resuming a transition, refusing what cannot be done, and idempotence."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.failover.control_plane import BrokerControl
+from brokersync.failover.errors import FailoverRequestError, PromoteError, SwitchoverRefusedError
+from brokersync.failover.steps import FailoverEnvironment, FailoverSteps, TransitionStore
+from brokersync.failover.sync_control import SyncControl, SyncSwitches
+from brokersync.ledger import memory_ledger
+from brokersync.render import render_configuration
+from brokersync.roles import RoleStore
+from brokersync.topology import Broker, load_topology
+
+BUCKET = "brokersync-config-test"
+
+
+class _UnreachableStatistics:
+    def queue_stats(self, names: list[str]) -> dict[str, Any]:
+        raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
+
+
+def _register(mq: Any, topology: Any) -> dict[str, str]:
+    ids = {}
+    for broker in topology.brokers:
+        configuration = mq.create_configuration(Name=broker.name, EngineType="ACTIVEMQ", EngineVersion="5.17.6")
+        data = base64.b64encode(render_configuration(topology, broker.role).encode()).decode()
+        revision = mq.update_configuration(ConfigurationId=configuration["Id"], Data=data)["LatestRevision"]["Revision"]
+        ids[broker.name] = mq.create_broker(
+            BrokerName=broker.name, DeploymentMode="SINGLE_INSTANCE", EngineType="ACTIVEMQ",
+            EngineVersion="5.17.6", HostInstanceType="mq.m5.large", PubliclyAccessible=False,
+            AutoMinorVersionUpgrade=False, Users=[{"Username": "u", "Password": "password-password"}],
+            Configuration={"Id": configuration["Id"], "Revision": revision},
+        )["BrokerId"]  # fmt: skip
+    return ids
+
+
+@pytest.fixture
+def steps(topology_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FailoverSteps]:
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_ACCESS_KEY_ID": "t",
+        "AWS_SECRET_ACCESS_KEY": "t",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        topology = load_topology(topology_path)
+        ssm, mq, s3 = boto3.client("ssm"), boto3.client("mq"), boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        roles = RoleStore(ssm)
+
+        def statistics(broker: Broker) -> Any:
+            return _UnreachableStatistics()
+
+        environment = FailoverEnvironment(
+            topology=topology,
+            roles=roles,
+            transitions=TransitionStore(ssm, roles.name),
+            brokers=BrokerControl(mq, _register(mq, topology)),
+            sync=SyncControl(SyncSwitches(None, None, None), None, None, None),
+            s3=s3,
+            bucket=BUCKET,
+            events=boto3.client("events"),
+            ledger=memory_ledger(),
+            statistics=statistics,
+            remover=lambda broker: None,  # type: ignore[arg-type,return-value]
+        )
+        yield FailoverSteps(environment)
+
+
+def test_a_failover_promotes_the_broker_playing_dr_and_records_the_transition(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    assert (ctx["source"], ctx["target"], ctx["mode"]) == ("orders-use1", "orders-usw2", "FAILOVER")
+    transition = steps.env.transitions.read()
+    assert transition is not None and transition.status == "in-progress"
+
+
+def test_a_rerun_resumes_the_transition_even_after_roles_were_swapped(steps: FailoverSteps) -> None:
+    first = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(first, "exec-1")
+
+    again = steps.plan({"mode": "FAILOVER"}, "exec-2")
+
+    assert (again["source"], again["target"]) == ("orders-use1", "orders-usw2")
+    assert again["transitionStartedAtMs"] == first["transitionStartedAtMs"]
+
+
+def test_a_completed_failover_leaves_nothing_to_do_for_the_same_target(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.complete(ctx)
+
+    assert steps.plan({"mode": "FAILOVER", "target": "orders-usw2"}, "exec-2")["nothingToDo"] is True
+
+
+def test_a_switchover_is_refused_when_the_old_primary_is_unreachable(steps: FailoverSteps) -> None:
+    with pytest.raises(SwitchoverRefusedError, match="Start a FAILOVER instead"):
+        steps.plan({"mode": "SWITCHOVER"}, "exec-1")
+
+
+def test_an_unknown_mode_is_refused_by_name(steps: FailoverSteps) -> None:
+    with pytest.raises(FailoverRequestError, match="SWITCHOVER or FAILOVER"):
+        steps.plan({"mode": "FAILBACKWARDS"}, "exec-1")
+
+
+def test_applying_the_same_configuration_twice_creates_one_revision(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    first = steps.apply_configuration(ctx, "orders-usw2", "primary")
+    second = steps.apply_configuration(ctx, "orders-usw2", "primary")
+
+    assert first["createdRevision"] is True
+    assert second["createdRevision"] is False
+    assert second["revision"] == first["revision"]
+
+
+def test_the_dr_configuration_is_saved_before_it_is_replaced(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    saved = steps.save_configuration(ctx, "orders-usw2", "exec-1")
+
+    body = steps.env.s3.get_object(Bucket=BUCKET, Key=saved["key"])["Body"].read().decode()
+    assert "forwardOnly" in body and saved["revision"] == 2
+
+
+def test_swapping_roles_twice_swaps_once(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    assert steps.swap_roles(ctx, "exec-1")["changed"] is True
+    assert steps.swap_roles(ctx, "exec-1")["changed"] is False
+    assert steps.env.roles.current(steps.env.topology).primary.name == "orders-usw2"
+
+
+def test_a_refused_promote_names_the_broker(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    with pytest.raises(PromoteError, match="orders-usw2"):
+        steps.promote(ctx)
