@@ -1,15 +1,21 @@
-"""Stand-in for what moto's Amazon MQ lacks: reboots that restart the real broker, and broker states.
+"""Stand-in for what moto's Amazon MQ lacks: pending revisions, reboots of the real broker, states.
 
-moto's MQ API keeps brokers, configurations and revisions, but ``reboot_broker`` does
-nothing and a broker is always RUNNING. Inside the local AWS server this module makes
-``reboot_broker`` do what Amazon MQ does: the broker goes REBOOT_IN_PROGRESS, its process is
-stopped and started again running the *current configuration revision* (decoded from moto
-and wrapped only in what Amazon MQ manages), and it turns RUNNING when its transports
-answer, or CRITICAL_ACTION_REQUIRED when it does not come back. Brokers are matched to
-local processes by name (the topology's broker name), through the world's ``env.json``.
+moto's MQ API keeps brokers, configurations and revisions, but ``update_broker`` makes a
+revision current at once, ``reboot_broker`` does nothing and a broker is always RUNNING.
+Inside the local AWS server this module makes them behave as Amazon MQ documents:
 
-Promote (CRDR) is not emulated: moto has no such call, and the local pair is not a CRDR
-pair; the failover state machine refuses a CRDR topology locally with a clear error.
+* ``update_broker`` with a configuration sets it as *Pending*; the broker keeps running its
+  current revision until it is rebooted;
+* ``reboot_broker`` turns the broker REBOOT_IN_PROGRESS, makes the pending revision current,
+  stops the real broker process and starts it again on that revision (decoded from moto and
+  wrapped only in what Amazon MQ manages), and turns it RUNNING when its transports answer,
+  or CRITICAL_ACTION_REQUIRED when it does not come back. A broker whose process is dead
+  (a drill killed it) is simply started: that is a region coming back.
+* ``promote`` (CRDR) is refused with a BadRequestException that says why: the local pair is
+  two single-instance brokers, not a CRDR pair, and pretending otherwise would prove nothing.
+
+Brokers are matched to local processes by name (the topology's broker name), through the
+world's ``env.json``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from moto.mq.models import MQBackend
+from moto.mq import urls as mq_urls
+from moto.mq.exceptions import BadRequestException
+from moto.mq.models import Broker, MQBackend
+from moto.mq.responses import MQResponse
 
 from brokersync_local.broker_process import BrokerProcess
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
@@ -93,9 +102,36 @@ def restart_with_revision(backend: MQBackend, broker: Any) -> None:
 def _reboot_broker(self: MQBackend, broker_id: str) -> None:
     broker = self.describe_broker(broker_id)
     broker.state = "REBOOT_IN_PROGRESS"
+    if pending := broker.configurations.pop("pending", None):
+        broker.configurations["history"].append(broker.configurations["current"])
+        broker.configurations["current"] = pending
     threading.Thread(target=restart_with_revision, args=(self, broker), daemon=True).start()
+
+
+_original_update = Broker.update
+
+
+def _update_broker(self: Broker, configuration: dict[str, Any] | None = None, **changes: Any) -> None:
+    _original_update(self, configuration=None, **changes)
+    if configuration:
+        self.configurations["pending"] = configuration
+
+
+class LocalPromoteRefused(BadRequestException):
+    def __init__(self, broker_id: str) -> None:
+        super().__init__(
+            f"Promote is not available for broker [{broker_id}] in the local world: the local pair is two "
+            "single-instance brokers, not a CRDR pair. Use a topology without crdr to drill locally."
+        )
+
+
+def _promote(self: MQResponse) -> None:
+    raise LocalPromoteRefused(self._get_param("BrokerId"))
 
 
 def install() -> None:
     """Patch moto's MQ backend in this process (the local AWS server calls this at start)."""
     MQBackend.reboot_broker = _reboot_broker  # type: ignore[method-assign]
+    Broker.update = _update_broker  # type: ignore[method-assign]
+    MQResponse.promote = _promote  # type: ignore[attr-defined]
+    mq_urls.url_paths["{0}/v1/brokers/(?P<broker_id>[^/]+)/promote$"] = MQResponse.dispatch

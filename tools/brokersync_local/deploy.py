@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 LEDGER_TABLE = "brokersync-ledger"
 ROLE_NAME = "brokersync-local"
+#: What ``!Sub ...${AWS::StackName}`` names become locally (stack name "local").
+CONFIG_BUCKET = "brokersync-config-local"
+RELAY_RULE = "brokersync-relay-local"
+ROLES_PARAMETER = "/brokersync/roles"
 
 
 def _clients(endpoint: str, region: str) -> dict[str, Any]:
@@ -40,7 +44,7 @@ def _clients(endpoint: str, region: str) -> dict[str, Any]:
     )
     return {
         name: session.client(name, endpoint_url=endpoint)
-        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb", "mq")
+        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb", "mq", "s3", "events")
     }
 
 
@@ -88,14 +92,22 @@ def deploy(
     region: str,
     *,
     overrides: dict[str, dict[str, str]] | None = None,
+    broker_ids: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Create table, secrets, functions and state machines; return state machine ARNs by logical id.
+    """Create table, bucket, relay rule, secrets, functions and state machines; return machine ARNs by logical id.
 
-    ``overrides`` sets extra environment per function logical id (e.g. a shorter purge loop).
+    ``overrides`` sets extra environment per function logical id (e.g. a shorter purge loop);
+    ``broker_ids`` maps broker names to moto's broker ids (see :func:`register_brokers`).
     """
     template = load_template(TEMPLATE)
     clients = _clients(endpoint, region)
     create_ledger_table(clients["dynamodb"], LEDGER_TABLE, TEMPLATE)
+    location = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+    with contextlib.suppress(clients["s3"].exceptions.BucketAlreadyOwnedByYou):
+        clients["s3"].create_bucket(Bucket=CONFIG_BUCKET, **location)
+    clients["s3"].put_bucket_versioning(Bucket=CONFIG_BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    # The relay's schedule: locally the relay worker honours this rule's state (README, stand-ins).
+    clients["events"].put_rule(Name=RELAY_RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
     for broker in topology.brokers:
         secret = json.dumps({"username": "local", "password": "local"})
         with contextlib.suppress(clients["secretsmanager"].exceptions.ResourceExistsException):
@@ -113,6 +125,10 @@ def deploy(
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
         "POWERTOOLS_SERVICE_NAME": "brokersync",
+        "BROKERSYNC_ROLES_PARAMETER": ROLES_PARAMETER,
+        "BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET,
+        "BROKERSYNC_RELAY_RULE": RELAY_RULE,
+        "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
     }
     machines = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::Serverless::StateMachine"}
     called = {
@@ -121,6 +137,12 @@ def deploy(
         for value in machine["Properties"].get("DefinitionSubstitutions", {}).values()
         if isinstance(value, dict) and "Fn::GetAtt" in value
     }
+    # State machine ARNs are known before they exist (as ``!Sub`` builds them in the template).
+    machine_arns = {
+        logical_id: f"arn:aws:states:{region}:123456789012:stateMachine:brokersync-{logical_id}"
+        for logical_id in machines
+    }
+    base_environment["BROKERSYNC_PURGE_LOOP_ARN"] = machine_arns.get("PurgeLoopStateMachine", "")
     arns: dict[str, str] = {}
     for logical_id in sorted(called):
         environment = _function_environment(
@@ -135,6 +157,8 @@ def deploy(
             definition = definition.replace(f"${{{key}}}", _resolve(value, arns))
         json.loads(definition)  # the substituted definition must be JSON, as in AWS
         created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
+        if created[logical_id] != machine_arns[logical_id]:
+            raise RuntimeError(f"moto named {logical_id} {created[logical_id]}, expected {machine_arns[logical_id]}")
     return created
 
 

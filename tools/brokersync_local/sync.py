@@ -49,12 +49,13 @@ class SyncWorkers:
         client = boto3.client("dynamodb", endpoint_url=env["aws"]["endpoint"], region_name=env["aws"]["region"])
         create_ledger_table(client, LEDGER_TABLE, ROOT / "template.yaml")
 
-    def start(self, log: Any = print) -> dict[str, int]:
+    def start(self, log: Any = print, only: tuple[str, ...] = WORKERS) -> dict[str, int]:
+        """Start the workers not yet running (``only`` some: a drill runs the real purge loop instead)."""
         if not self.world.running():
             raise LocalWorldError("the local world is not running: `brokersync local up` first")
         self.ensure_ledger()
         pids = {name: pid for name, pid in self._pids().items() if self._alive(pid)}
-        for worker in WORKERS:
+        for worker in only:
             if worker in pids:
                 log(f"{worker} already running (pid {pids[worker]})")
                 continue

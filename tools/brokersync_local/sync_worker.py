@@ -4,6 +4,10 @@ Each worker runs the same library code the Lambda functions run (relay, audit, p
 a loop, against the local brokers and moto's DynamoDB, and writes its running totals to
 ``sync-<worker>.json`` in the state directory so ``brokersync sync status`` can show them.
 SIGTERM stops a worker after its current pass; nothing unwritten is acked on the way out.
+
+Stand-in for the relay's EventBridge schedule: like the scheduled function, each pass reads
+the role parameter first (after a failover the primary is the other broker), and the relay
+worker idles while the relay rule is DISABLED (a failover's StopSync disables it).
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.audit import CaptureAudit
@@ -28,7 +35,9 @@ from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
+from brokersync.roles import RoleStore
 from brokersync.topology import Topology, load_topology
+from brokersync_local.deploy import RELAY_RULE, ROLES_PARAMETER
 from brokersync_local.world import localise, ports_from_env
 
 LEDGER_TABLE = "brokersync-ledger"
@@ -58,13 +67,47 @@ def _write_status(path: Path, status: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def run_relay(topology: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
-    primary = StompConnector(topology.primary.stomp)
-    statistics = StatisticsClient(primary)
+class Switches:
+    """The role parameter and the relay rule in moto, read once per pass as the functions do."""
+
+    def __init__(self, base: Topology) -> None:
+        self.base = base
+        self.roles = RoleStore(boto3.client("ssm"), ROLES_PARAMETER)
+        self.events = boto3.client("events")
+
+    def topology(self) -> Topology:
+        return self.roles.current(self.base)
+
+    def relay_enabled(self) -> bool:
+        try:
+            return self.events.describe_rule(Name=RELAY_RULE)["State"] == "ENABLED"
+        except self.events.exceptions.ResourceNotFoundException:
+            return True  # not deployed (plain `sync start`): always on
+
+
+def run_relay(base: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
+    switches = Switches(base)
     metrics = RecordingMetrics()
-    audit = CaptureAudit(ledger.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
-    totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}}
+    totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}, "enabled": True}
+    audits: dict[str, CaptureAudit] = {}
     while not stop.is_set():
+        try:
+            totals["enabled"] = switches.relay_enabled()
+            topology = switches.topology()
+        except (BotoCoreError, ClientError) as e:
+            logger.warning("cannot read the relay switches, retrying: %s", e)
+            stop.wait(1.0)
+            continue
+        if not totals["enabled"]:
+            _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+            stop.wait(0.5)
+            continue
+        primary = StompConnector(topology.primary.stomp)
+        statistics = StatisticsClient(primary)
+        audit = audits.setdefault(
+            topology.primary.name,
+            CaptureAudit(ledger.backend, statistics, topology, metrics=metrics),  # type: ignore[arg-type]
+        )
         try:
             relay = AdvisoryRelay(
                 primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
@@ -82,17 +125,29 @@ def run_relay(topology: Topology, ledger: Ledger, status_file: Path, stop: threa
         _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
 
 
-def run_purge(topology: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
+def _purge_service(topology: Topology, ledger: Ledger) -> PurgeService:
     dr = StompConnector(topology.dr.stomp)
-    service = PurgeService(
+    return PurgeService(
         ledger,
         SelectorRemover(dr),
         topology,
         dr_statistics=StatisticsClient(dr),
         primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
     )
+
+
+def run_purge(base: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
+    switches = Switches(base)
+    services: dict[str, PurgeService] = {}
     totals: dict[str, Any] = {"purged": {}, "missing": {}, "pending": {}, "oldest_pending_age_ms": {}}
     while not stop.is_set():
+        try:
+            topology = switches.topology()
+        except (BotoCoreError, ClientError) as e:
+            logger.warning("cannot read the role parameter, retrying: %s", e)
+            stop.wait(1.0)
+            continue
+        service = services.setdefault(topology.dr.name, _purge_service(topology, ledger))
         try:
             report = service.run(max_seconds=2)
             for queue, result in report.queues.items():
