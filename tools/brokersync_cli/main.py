@@ -8,6 +8,7 @@ The harness is imported lazily so that ``brokersync render`` works without the d
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -50,6 +51,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return main_demo(args)
 
 
+def _cmd_drill(args: argparse.Namespace) -> int:
+    from brokersync_local.drill import DrillSettings, run_drill  # noqa: PLC0415 (dev-only harness)
+
+    settings = DrillSettings(
+        mode=args.mode,
+        topology=Path(args.topology),
+        state_dir=Path(args.state_dir),
+        rate=args.rate,
+        duration=args.duration,
+        kill_at=args.kill_at,
+        report=Path(args.report) if args.report else None,
+        seed=args.seed,
+        keep=args.keep,
+    )
+    outcome = run_drill(settings, out=lambda line: print(line, file=sys.stderr))
+    print(json.dumps(outcome))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brokersync", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--messages", type=int, default=300, help="messages in the burst (default 300)")
     demo.add_argument("--keep", action="store_true", help="leave the local world running afterwards")
     demo.set_defaults(func=_cmd_demo)
+
+    drill = sub.add_parser(
+        "drill", help="a switchover, failover or failback on a fresh local pair; prints loss, duplicates and RTO"
+    )
+    drill.add_argument("--mode", required=True, choices=["switchover", "failover", "failback"])
+    drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
+    drill.add_argument("--duration", type=float, default=30.0, help="seconds of traffic (default 30)")
+    drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
+    drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
+    drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")
+    drill.add_argument("--topology", default="topology.yaml")
+    drill.add_argument("--state-dir", default=".brokersync/drill")
+    drill.add_argument("--keep", action="store_true", help="leave the drill's pair running afterwards")
+    drill.set_defaults(func=_cmd_drill)
     return parser
 
 

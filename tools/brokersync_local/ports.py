@@ -36,3 +36,10 @@ def wait_until_answers(port: int, deadline: float, alive: Callable[[], bool], ho
             return False
         time.sleep(0.1)
     return False
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port the OS just handed out, for throwaway processes (a forensic reader)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])

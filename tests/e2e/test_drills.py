@@ -1,0 +1,55 @@
+"""Drills on a real pair of their own: what each mode loses and duplicates, measured exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokersync_local.drill import DrillSettings, run_drill
+from brokersync_local.world import WorldPorts
+
+pytestmark = pytest.mark.broker
+PORTS = WorldPorts(primary_openwire=61676, primary_stomp=61673, dr_openwire=62676, dr_stomp=62673, aws=5075)
+
+
+def _drill(mode: str, topology_path: Path, tmp_path: Path) -> dict[str, Any]:
+    settings = DrillSettings(
+        mode=mode,  # type: ignore[arg-type]
+        topology=topology_path,
+        state_dir=tmp_path / "drill",
+        rate=200,
+        duration=20,
+        kill_at=12,
+        report=tmp_path / "report",
+        ports=PORTS,
+    )
+    return run_drill(settings, out=lambda _line: None)
+
+
+def test_a_switchover_loses_nothing_and_duplicates_nothing(topology_path: Path, tmp_path: Path) -> None:
+    outcome = _drill("switchover", topology_path, tmp_path)
+
+    assert outcome["produced"] > 2000
+    assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
+    assert outcome["consumed_primary"] > 0 and outcome["consumed_dr"] > 0
+    assert Path(outcome["report"]).read_text().count("<svg") == 1
+
+
+def test_a_failover_loses_at_most_the_copies_in_the_bridge_and_duplicates_at_most_the_unpurged(
+    topology_path: Path, tmp_path: Path
+) -> None:
+    outcome = _drill("failover", topology_path, tmp_path)
+
+    assert outcome["consumed_dr"] > 0
+    assert outcome["lost"] <= outcome["in_bridge_at_kill"]
+    assert outcome["lost_not_in_bridge"] == 0
+    assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
+
+
+def test_a_failback_leaves_no_already_consumed_message_on_the_old_primary(topology_path: Path, tmp_path: Path) -> None:
+    outcome = _drill("failback", topology_path, tmp_path)
+
+    assert outcome["already_consumed_on_old_primary"] == 0
+    assert outcome["lost"] <= outcome["in_bridge_at_kill"]

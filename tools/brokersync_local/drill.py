@@ -1,0 +1,288 @@
+"""``brokersync drill``: a switchover, failover or failback on the local pair, measured.
+
+The drill runs on a world of its own (own ports, own state directory, started fresh),
+because it kills brokers and rewrites their configurations. It deploys what ``sam deploy``
+would (from template.yaml), starts sync (the relay worker and the real purge loop in moto's
+Step Functions), drives a producer and a consumer on the primary, performs the mode by
+starting the same state machines an operator starts from the console, moves the
+applications to the new primary, and then counts, from what the applications saw and what
+the brokers hold:
+
+* ``lost``: confirmed by a broker, never consumed anywhere, and on no live broker;
+* ``duplicates``: consumed on both brokers;
+* ``in_bridge_at_kill``: copies still in the old primary's ``Q.DR`` outflow at the kill,
+  read exactly from the dead broker's store (:mod:`forensics`);
+* ``pending_purge_at_kill``: messages consumed on the primary whose copy was still on the
+  DR broker at the kill (browsed the moment after it);
+* ``rto_s``: from the kill (or the moment applications were stopped, for a switchover) to
+  the state machine's success, when applications can use the new primary.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import boto3
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.failover.sync_control import SyncControl, SyncSwitches
+from brokersync.ledger import dynamodb_ledger
+from brokersync.topology import Topology, load_topology
+from brokersync_local.demo import browse
+from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
+from brokersync_local.drill_report import write_report
+from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog
+from brokersync_local.errors import LocalWorldError
+from brokersync_local.forensics import read_dead_store
+from brokersync_local.sync import SyncWorkers
+from brokersync_local.sync_worker import aws_environment
+from brokersync_local.world import LocalWorld, WorldPorts
+
+DrillMode = Literal["switchover", "failover", "failback"]
+#: A drill never shares ports with `brokersync local up` or the test suite's pair.
+DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
+
+
+@dataclass
+class DrillSettings:
+    mode: DrillMode
+    topology: Path
+    state_dir: Path
+    rate: float = 500.0
+    duration: float = 30.0
+    kill_at: float | None = None
+    report: Path | None = None
+    ports: WorldPorts = DRILL_PORTS
+    seed: int | None = None
+    execution_timeout_s: float = 180.0
+    keep: bool = False
+
+
+@dataclass
+class Timeline:
+    started: float = field(default_factory=time.time)
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    def mark(self, label: str) -> float:
+        now = time.time()
+        self.events.append((now - self.started, label))
+        return now
+
+
+class Drill:
+    def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
+        self.settings = settings
+        self.out = out
+        self.world = LocalWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
+        self.topology: Topology = self.world.topology
+        self.queue = next(q for q in self.topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
+        self.connectors = {b.name: StompConnector(b.stomp) for b in self.topology.brokers}
+        self.log = TrafficLog()
+        self.timeline = Timeline()
+        self.facts: dict[str, Any] = {}
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _deploy(self) -> None:
+        env = self.world.read_env()
+        endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
+        aws_environment(endpoint, region)
+        ids = register_brokers(self.topology, endpoint, region)
+        self.machines = deploy(
+            self.topology,
+            self.world.state_dir,
+            endpoint,
+            region,
+            broker_ids=ids,
+            overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}},
+        )
+        self.sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
+        self.sync = SyncControl(
+            SyncSwitches(RELAY_RULE, None, self.machines["PurgeLoopStateMachine"]),
+            boto3.client("events", endpoint_url=endpoint, region_name=region),
+            boto3.client("lambda", endpoint_url=endpoint, region_name=region),
+            self.sfn,
+        )
+        self.ledger = dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint)
+        self.workers = SyncWorkers(self.world, self.settings.topology)
+        self.workers.start(log=lambda _m: None, only=("relay",))
+        self.sync.start()
+
+    def _execute(self, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
+        arn = self.sfn.start_execution(stateMachineArn=self.machines[machine], input=json.dumps(payload))[
+            "executionArn"
+        ]
+        deadline = time.monotonic() + self.settings.execution_timeout_s
+        while time.monotonic() < deadline:
+            described = self.sfn.describe_execution(executionArn=arn)
+            if described["status"] != "RUNNING":
+                if described["status"] != "SUCCEEDED":
+                    raise LocalWorldError(
+                        f"{machine} {described['status']}: {described.get('error')}: {described.get('cause')}"
+                    )
+                return json.loads(described.get("output") or "{}")
+            time.sleep(0.25)
+        raise LocalWorldError(f"{machine} did not finish within {self.settings.execution_timeout_s:.0f}s")
+
+    # -- the run -----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self.world.destroy()  # a drill starts from empty brokers and an empty ledger
+        self.world.up(log=self.out)
+        try:
+            self._deploy()
+            return self._run_traffic()
+        finally:
+            for stop in (self._stop_sync, self._stop_world):
+                try:
+                    stop()
+                except Exception as e:
+                    self.out(f"drill tear-down: {e}")
+
+    def _stop_sync(self) -> None:
+        self.workers.stop(log=lambda _m: None)
+        self.sync.stop("drill finished")
+
+    def _stop_world(self) -> None:
+        if not self.settings.keep:
+            self.world.destroy()
+
+    def _run_traffic(self) -> dict[str, Any]:
+        settings = self.settings
+        old, new = self.topology.primary.name, self.topology.dr.name
+        producer = Producer(self.queue, self.log, settings.rate)
+        consumer = Consumer(self.queue, self.log)
+        for client in (producer, consumer):
+            client.move_to(old, self.connectors[old])
+            client.start()
+        self.timeline = Timeline()
+        switch_at = self._switch_at()
+        self.out(
+            f"drill {settings.mode}: {settings.rate:.0f} msg/s for {settings.duration:.0f}s, switch at {switch_at:.1f}s"
+        )
+        time.sleep(max(0.0, self.timeline.started + switch_at - time.time()))
+
+        if settings.mode == "switchover":
+            self._switchover(producer, consumer)
+        else:
+            self._failover()
+        for client in (producer, consumer):
+            client.move_to(new, self.connectors[new])
+        self.timeline.mark("applications on the new primary")
+
+        time.sleep(max(0.0, self.timeline.started + settings.duration - time.time()))
+        if settings.mode == "failback":
+            started = self.timeline.mark("failback started")
+            result = self._execute("FailbackStateMachine", {})
+            self.facts["failback_s"] = round(self.timeline.mark("failback succeeded") - started, 3)
+            self.facts["failback_result"] = result
+        producer.pause()
+        self.timeline.mark("producer stopped")
+        self._drain(consumer, new)
+        self.timeline.mark("consumer drained the new primary")
+        producer.stop()
+        consumer.stop()
+        return self._outcome(old, new)
+
+    def _switch_at(self) -> float:
+        settings = self.settings
+        if settings.kill_at is not None:
+            return settings.kill_at
+        if settings.mode == "switchover":
+            return settings.duration / 2
+        return random.Random(settings.seed).uniform(0.4, 0.7) * settings.duration
+
+    def _switchover(self, producer: Producer, consumer: Consumer) -> None:
+        old, new = self.topology.primary.name, self.topology.dr.name
+        producer.pause()
+        consumer.pause()
+        quiesced = self.timeline.mark("applications stopped on the old primary")
+        outflow = StatisticsClient(self.connectors[old]).queue_stats([self.topology.dr_name(self.queue)])
+        self.facts["in_bridge_at_kill"] = sum(s.size for s in outflow.values())
+        on_dr = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
+        self.facts["pending_purge_at_kill"] = len(self.log.consumed_on(old) & on_dr)
+        self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "SWITCHOVER"})
+        self.facts["rto_s"] = round(self.timeline.mark("switchover succeeded") - quiesced, 3)
+
+    def _failover(self) -> None:
+        old, new = self.topology.primary.name, self.topology.dr.name
+        broker = self.world.brokers["primary"]
+        broker.pid = self.world.read_env()["primary"]["pid"]
+        broker.kill()
+        killed = self.timeline.mark("old primary killed (SIGKILL)")
+        on_dr = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
+        consumed_before = self.log.consumed_on(old, before=killed)
+        self.facts["pending_purge_at_kill"] = len(consumed_before & on_dr)
+        self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "FAILOVER"})
+        self.facts["rto_s"] = round(self.timeline.mark("failover succeeded") - killed, 3)
+        store = read_dead_store(broker.data_dir, [self.topology.dr_name(self.queue)])
+        self.facts["in_bridge_keys"] = set(store[self.topology.dr_name(self.queue)])
+        self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+
+    def _drain(self, consumer: Consumer, broker: str, idle_s: float = 3.0, timeout_s: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        statistics = StatisticsClient(self.connectors[broker])
+        while time.monotonic() < deadline:
+            idle = time.monotonic() - consumer.last_message_at > idle_s
+            if idle and statistics.queue_stats([self.queue])[self.queue].size == 0:
+                break
+            time.sleep(0.2)
+        consumer.pause()
+
+    def _settle_purge(self, timeout_s: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout_s
+        pending = len(self.ledger.pending(self.queue, limit=1000))
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.5)
+            pending = len(self.ledger.pending(self.queue, limit=1000))
+        return pending
+
+    # -- counting ---------------------------------------------------------------------------------
+    def _outcome(self, old: str, new: str) -> dict[str, Any]:
+        settings = self.settings
+        old_alive = settings.mode != "failover"
+        pending_after = self._settle_purge() if old_alive else None
+        with self.log.lock:
+            produced = set(self.log.confirmed)
+            consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
+        on_new = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
+        on_old = (
+            {f.headers.get("correlation-id") for f in browse(self.connectors[old], self.queue)} if old_alive else set()
+        )
+        consumed_any = set(consumed)
+        duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
+        lost = produced - consumed_any - on_new - on_old
+        result: dict[str, Any] = {
+            "mode": settings.mode,
+            "produced": len(produced),
+            "consumed_primary": sum(1 for b in consumed.values() if old in b),
+            "consumed_dr": sum(1 for b in consumed.values() if new in b),
+            "lost": len(lost),
+            "duplicates": len(duplicates),
+            "rto_s": self.facts.get("rto_s"),
+            "in_bridge_at_kill": self.facts.get("in_bridge_at_kill"),
+            "pending_purge_at_kill": self.facts.get("pending_purge_at_kill"),
+            "rate": settings.rate,
+            "duration_s": settings.duration,
+            "unconfirmed_sends": len(set(self.log.sent) - produced),
+            "left_on_new_primary": len(on_new),
+        }
+        if "in_bridge_keys" in self.facts:
+            result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
+        if settings.mode == "failback":
+            result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
+            result["recoverable_on_old_primary"] = len(on_old - consumed_any)
+            result["failback_s"] = self.facts.get("failback_s")
+            result["pending_purge_after"] = pending_after
+        if settings.report:
+            result["report"] = str(write_report(settings.report, result, self.log, self.timeline, old, new))
+        return result
+
+
+def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
+    return Drill(settings, out).run()

@@ -1,0 +1,167 @@
+"""The drill's applications: a producer at a fixed rate and a consumer, each movable between brokers.
+
+The producer sends persistent messages with fresh ULID correlation ids and asks for a
+receipt on each: a message counts as *produced* only when the broker confirmed it, exactly
+as a JMS producer's synchronous send would. The consumer acks each message individually
+(from its own thread, never stomp.py's listener) and counts a message as *consumed on* a
+broker once its ack was written to that broker. Both stop on their own when the broker
+under them dies, and continue when the drill moves them to the new primary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue as queue_mod
+import threading
+import time
+from dataclasses import dataclass, field
+
+import stomp
+from ulid import ULID
+
+from brokersync.broker.stomp import StompConnector
+
+
+@dataclass
+class TrafficLog:
+    """Everything the drill's applications saw, with times (``time.time()``)."""
+
+    sent: dict[str, float] = field(default_factory=dict)
+    confirmed: dict[str, float] = field(default_factory=dict)
+    #: key -> [(broker name, time)], one entry per consumption (two mean a duplicate).
+    consumed: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def consumed_on(self, broker: str, before: float | None = None) -> set[str]:
+        with self.lock:
+            return {
+                key
+                for key, entries in self.consumed.items()
+                if any(b == broker and (before is None or t < before) for b, t in entries)
+            }
+
+
+class _Listener(stomp.ConnectionListener):
+    def __init__(self, log: TrafficLog, frames: queue_mod.Queue[stomp.utils.Frame] | None = None) -> None:
+        self.log = log
+        self.frames = frames
+        self.connected = True
+
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
+        key = frame.headers.get("receipt-id", "")
+        with self.log.lock:
+            if key in self.log.sent:
+                self.log.confirmed[key] = time.time()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        if self.frames is not None:
+            self.frames.put(frame)
+
+    def on_disconnected(self) -> None:
+        self.connected = False
+
+
+class _Client:
+    """A thread bound to one broker at a time; ``move_to`` rebinds it, ``pause`` unbinds it."""
+
+    def __init__(self, name: str, queue: str, log: TrafficLog) -> None:
+        self.name = name
+        self.queue = queue
+        self.log = log
+        self._target: tuple[str, StompConnector] | None = None
+        self._changed = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def move_to(self, broker: str, connector: StompConnector) -> None:
+        self._target = (broker, connector)
+        self._changed.set()
+
+    def pause(self) -> None:
+        self._target = None
+        self._changed.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._changed.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._changed.clear()
+            target = self._target
+            if target is None:
+                self._changed.wait(0.2)
+                continue
+            try:
+                self._serve(*target)
+            except Exception:
+                if self._target is target:
+                    self._changed.wait(0.5)
+
+    def _bound(self, target: tuple[str, StompConnector]) -> bool:
+        return not self._stop.is_set() and not self._changed.is_set() and self._target is target
+
+    def _serve(self, broker: str, connector: StompConnector) -> None:
+        raise NotImplementedError
+
+
+class Producer(_Client):
+    def __init__(self, queue: str, log: TrafficLog, rate: float) -> None:
+        super().__init__("drill-producer", queue, log)
+        self.rate = rate
+
+    def _serve(self, broker: str, connector: StompConnector) -> None:
+        target = self._target
+        listener = _Listener(self.log)
+        connection = connector.connect(listener, name="drill-producer")
+        try:
+            started, sent = time.monotonic(), 0
+            while target is not None and self._bound(target) and listener.connected:
+                due = int((time.monotonic() - started) * self.rate) - sent
+                for _ in range(min(due, 200)):
+                    key = str(ULID())
+                    with self.log.lock:
+                        self.log.sent[key] = time.time()
+                    connection.send(
+                        f"/queue/{self.queue}",
+                        f"drill message {key}",
+                        headers={"correlation-id": key, "persistent": "true", "receipt": key},
+                    )
+                    sent += 1
+                time.sleep(0.005)
+        finally:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+
+
+class Consumer(_Client):
+    def __init__(self, queue: str, log: TrafficLog) -> None:
+        super().__init__("drill-consumer", queue, log)
+        self.last_message_at = time.monotonic()
+
+    def _serve(self, broker: str, connector: StompConnector) -> None:
+        target = self._target
+        frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+        listener = _Listener(self.log, frames)
+        connection = connector.connect(listener, name="drill-consumer")
+        try:
+            connection.subscribe(
+                f"/queue/{self.queue}", id="drill", ack="client-individual", headers={"activemq.prefetchSize": "50"}
+            )
+            while target is not None and self._bound(target) and listener.connected:
+                try:
+                    frame = frames.get(timeout=0.1)
+                except queue_mod.Empty:
+                    continue
+                connection.ack(frame.headers["ack"])
+                key = frame.headers.get("correlation-id", "")
+                self.last_message_at = time.monotonic()
+                with self.log.lock:
+                    self.log.consumed.setdefault(key, []).append((broker, time.time()))
+        finally:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
