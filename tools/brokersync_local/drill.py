@@ -21,6 +21,7 @@ the brokers hold:
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable
@@ -132,6 +133,14 @@ class Drill:
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        saved = dict(os.environ)  # the drill points AWS clients at its own moto; the caller's stay as they were
+        try:
+            return self._run()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def _run(self) -> dict[str, Any]:
         self.world.destroy()  # a drill starts from empty brokers and an empty ledger
         self.world.up(log=self.out)
         try:
