@@ -104,10 +104,14 @@ def run_relay(base: Topology, ledger: Ledger, status_file: Path, stop: threading
             continue
         primary = StompConnector(topology.primary.stomp)
         statistics = StatisticsClient(primary)
-        audit = audits.setdefault(
-            topology.primary.name,
-            CaptureAudit(ledger.backend, statistics, topology, metrics=metrics),  # type: ignore[arg-type]
-        )
+        if topology.primary.name not in audits:  # one audit per primary, kept across passes
+            audits[topology.primary.name] = CaptureAudit(
+                ledger.backend,  # type: ignore[arg-type]
+                statistics,
+                topology,
+                metrics=metrics,
+            )
+        audit = audits[topology.primary.name]
         try:
             relay = AdvisoryRelay(
                 primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
@@ -147,7 +151,9 @@ def run_purge(base: Topology, ledger: Ledger, status_file: Path, stop: threading
             logger.warning("cannot read the role parameter, retrying: %s", e)
             stop.wait(1.0)
             continue
-        service = services.setdefault(topology.dr.name, _purge_service(topology, ledger))
+        if topology.dr.name not in services:  # built once per DR broker, not on every pass
+            services[topology.dr.name] = _purge_service(topology, ledger)
+        service = services[topology.dr.name]
         try:
             report = service.run(max_seconds=2)
             for queue, result in report.queues.items():
