@@ -8,11 +8,11 @@ versioning turns into a history, plus the topology as the functions read it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from brokersync.failover.control_plane import BrokerControl
 from brokersync.topology import Topology
 
 
@@ -23,10 +23,6 @@ class ExportedRevision:
     revision: int
     key: str
     sha256: str
-
-
-def _broker_id(broker_id_or_arn: str) -> str:
-    return broker_id_or_arn.rsplit(":", 1)[-1]
 
 
 def export_configurations(
@@ -44,22 +40,19 @@ def export_configurations(
     ``broker_ids`` maps broker names to ids where they differ from the topology (locally,
     moto's ids). Writing an unchanged revision again only adds an identical version.
     """
+    control = BrokerControl.for_topology(mq, topology, broker_ids)
     exported: list[ExportedRevision] = []
     for broker in topology.brokers:
         if region is not None and broker.region not in (None, region):
             continue
-        broker_id = (broker_ids or {}).get(broker.name) or _broker_id(broker.broker_id)
-        current = mq.describe_broker(BrokerId=broker_id)["Configurations"]["Current"]
-        revision = mq.describe_configuration_revision(
-            ConfigurationId=current["Id"], ConfigurationRevision=str(current["Revision"])
-        )
-        document = base64.b64decode(revision["Data"])
+        configuration_id, revision, text = control.current_document(broker.name)
+        document = text.encode("utf-8")
         digest = hashlib.sha256(document).hexdigest()
-        key = f"configurations/{broker.name}/{current['Id']}/revision-{int(current['Revision']):05d}.xml"
-        metadata = {"broker": broker.name, "revision": str(current["Revision"]), "sha256": digest}
+        key = f"configurations/{broker.name}/{configuration_id}/revision-{revision:05d}.xml"
+        metadata = {"broker": broker.name, "revision": str(revision), "sha256": digest}
         for target in (key, f"configurations/{broker.name}/current.xml"):
             s3.put_object(Bucket=bucket, Key=target, Body=document, ContentType="application/xml", Metadata=metadata)
-        exported.append(ExportedRevision(broker.name, current["Id"], int(current["Revision"]), key, digest))
+        exported.append(ExportedRevision(broker.name, configuration_id, revision, key, digest))
     s3.put_object(
         Bucket=bucket, Key="topology/topology.yaml", Body=topology_text.encode(), ContentType="application/yaml"
     )

@@ -63,14 +63,6 @@ def role_store(env: Mapping[str, str] | None = None) -> RoleStore:
     return RoleStore(boto3.client("ssm"), setting(ENV_ROLES_PARAMETER, default=DEFAULT_ROLES_PARAMETER, env=env))
 
 
-def broker_ids(topology: Topology, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Broker ids by name: the topology's, overridden by ``BROKERSYNC_BROKER_IDS`` (the local world's)."""
-    env = env if env is not None else os.environ
-    ids = {b.name: b.broker_id for b in topology.brokers}
-    ids.update(json.loads(env.get(ENV_BROKER_IDS) or "{}"))
-    return ids
-
-
 def sync_control(env: Mapping[str, str] | None = None) -> SyncControl:
     env = env if env is not None else os.environ
     switches = SyncSwitches(
@@ -91,7 +83,7 @@ def failover_environment(
         topology=topology,
         roles=roles,
         transitions=TransitionStore(roles.ssm, roles.name),
-        brokers=BrokerControl(boto3.client("mq"), broker_ids(topology, env)),
+        brokers=BrokerControl.for_topology(boto3.client("mq"), topology, json.loads(env.get(ENV_BROKER_IDS) or "{}")),
         sync=sync_control(env),
         s3=boto3.client("s3"),
         bucket=setting(ENV_CONFIG_BUCKET, env=env),

@@ -16,6 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from brokersync.failover.errors import ConfigurationApplyError, PromoteError
+from brokersync.topology import Topology
 
 RUNNING = "RUNNING"
 
@@ -42,6 +43,11 @@ class BrokerControl:
     def __init__(self, mq: Any, broker_ids: dict[str, str]) -> None:
         self.mq = mq
         self.broker_ids = broker_ids
+
+    @classmethod
+    def for_topology(cls, mq: Any, topology: Topology, overrides: dict[str, str] | None = None) -> BrokerControl:
+        """Ids from the topology, except where ``overrides`` names a broker (locally, moto's ids)."""
+        return cls(mq, {b.name: b.broker_id for b in topology.brokers} | (overrides or {}))
 
     def _id(self, name: str) -> str:
         return broker_id(self.broker_ids[name])
