@@ -77,22 +77,35 @@ def apply_roles(topology: Topology, assignment: RoleAssignment | None) -> Topolo
     return topology.swapped()
 
 
-class RoleStore:
-    """The role parameter in SSM (one per region; the failover writes the region it runs in)."""
+class SsmParameter:
+    """One String parameter in SSM; one that does not exist reads as None, not as an error."""
 
-    def __init__(self, ssm: Any, name: str = DEFAULT_ROLES_PARAMETER) -> None:
+    def __init__(self, ssm: Any, name: str) -> None:
         self.ssm = ssm
         self.name = name
 
-    def read(self) -> RoleAssignment | None:
+    def get(self) -> str | None:
         try:
-            value = self.ssm.get_parameter(Name=self.name)["Parameter"]["Value"]
+            return str(self.ssm.get_parameter(Name=self.name)["Parameter"]["Value"])
         except self.ssm.exceptions.ParameterNotFound:
             return None
-        return RoleAssignment.from_json(value)
+
+    def put(self, value: str) -> None:
+        self.ssm.put_parameter(Name=self.name, Value=value, Type="String", Overwrite=True)
+
+
+class RoleStore(SsmParameter):
+    """The role parameter in SSM (one per region; the failover writes the region it runs in)."""
+
+    def __init__(self, ssm: Any, name: str = DEFAULT_ROLES_PARAMETER) -> None:
+        super().__init__(ssm, name)
+
+    def read(self) -> RoleAssignment | None:
+        value = self.get()
+        return None if value is None else RoleAssignment.from_json(value)
 
     def write(self, assignment: RoleAssignment) -> None:
-        self.ssm.put_parameter(Name=self.name, Value=assignment.to_json(), Type="String", Overwrite=True)
+        self.put(assignment.to_json())
 
     def current(self, topology: Topology) -> Topology:
         return apply_roles(topology, self.read())

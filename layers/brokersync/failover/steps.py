@@ -30,7 +30,7 @@ from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
-from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.roles import RoleAssignment, RoleStore, SsmParameter
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
 Mode = Literal["SWITCHOVER", "FAILOVER", "FAILBACK"]
@@ -51,22 +51,18 @@ class Transition:
     status: Literal["in-progress", "done"] = "in-progress"
 
 
-class TransitionStore:
+class TransitionStore(SsmParameter):
     """The transition in progress, next to the role parameter (``<roles>/transition``)."""
 
     def __init__(self, ssm: Any, roles_parameter: str) -> None:
-        self.ssm = ssm
-        self.name = f"{roles_parameter}/transition"
+        super().__init__(ssm, f"{roles_parameter}/transition")
 
     def read(self) -> Transition | None:
-        try:
-            value = self.ssm.get_parameter(Name=self.name)["Parameter"]["Value"]
-        except self.ssm.exceptions.ParameterNotFound:
-            return None
-        return Transition(**json.loads(value))
+        value = self.get()
+        return None if value is None else Transition(**json.loads(value))
 
     def write(self, transition: Transition) -> None:
-        self.ssm.put_parameter(Name=self.name, Value=json.dumps(asdict(transition)), Type="String", Overwrite=True)
+        self.put(json.dumps(asdict(transition)))
 
 
 @dataclass
