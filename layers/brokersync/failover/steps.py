@@ -325,7 +325,7 @@ class FailoverSteps:
         except BrokerSyncError:
             outflow = {}
         caught_up = bool(outflow) and sum(s.size for s in outflow.values()) <= CAUGHT_UP_COPIES
-        report = service.run(max_seconds=max_seconds, stop_when_idle=True, stop_when_stalled=True)
+        report = service.run(max_seconds=max_seconds, stop_when_stalled=True)
         return {
             "done": caught_up,
             "removed": report.purged,
