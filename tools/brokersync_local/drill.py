@@ -213,7 +213,7 @@ class Drill:
         quiesced = self.timeline.mark("applications stopped on the old primary")
         outflow = StatisticsClient(self.connectors[old]).queue_stats([self.topology.dr_name(self.queue)])
         self.facts["in_bridge_at_kill"] = sum(s.size for s in outflow.values())
-        on_dr = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
+        on_dr = self._keys_on(new)
         self.facts["pending_purge_at_kill"] = len(self.log.consumed_on(old) & on_dr)
         self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "SWITCHOVER"})
         self.facts["rto_s"] = round(self.timeline.mark("switchover succeeded") - quiesced, 3)
@@ -224,7 +224,7 @@ class Drill:
         broker.pid = self.world.read_env()["primary"]["pid"]
         broker.kill()
         killed = self.timeline.mark("old primary killed (SIGKILL)")
-        on_dr = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
+        on_dr = self._keys_on(new)
         consumed_before = self.log.consumed_on(old, before=killed)
         self.facts["pending_purge_at_kill"] = len(consumed_before & on_dr)
         self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "FAILOVER"})
@@ -251,6 +251,10 @@ class Drill:
             pending = len(self.ledger.pending(self.queue, limit=1000))
         return pending
 
+    def _keys_on(self, broker: str) -> set[str]:
+        """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
+        return {f.headers.get("correlation-id", "") for f in browse(self.connectors[broker], self.queue)}
+
     # -- counting ---------------------------------------------------------------------------------
     def _outcome(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
@@ -259,10 +263,8 @@ class Drill:
         with self.log.lock:
             produced = set(self.log.confirmed)
             consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
-        on_new = {f.headers.get("correlation-id") for f in browse(self.connectors[new], self.queue)}
-        on_old = (
-            {f.headers.get("correlation-id") for f in browse(self.connectors[old], self.queue)} if old_alive else set()
-        )
+        on_new = self._keys_on(new)
+        on_old = self._keys_on(old) if old_alive else set()
         consumed_any = set(consumed)
         duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
         lost = produced - consumed_any - on_new - on_old
