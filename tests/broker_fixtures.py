@@ -85,14 +85,8 @@ def _drain_everything(world: LocalWorld) -> None:
 
 
 @pytest.fixture
-def ledger(world: LocalWorld, project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+def ledger(world: LocalWorld, project_root: Path, aws_credentials: None) -> Iterator[Ledger]:
     """A fresh ledger table in the world's moto, created from template.yaml."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_DEFAULT_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(name, value)
     table = f"ledger-{uuid.uuid4().hex[:8]}"
     client = boto3.client("dynamodb", endpoint_url=world.moto.endpoint, region_name="us-west-2")
     create_ledger_table(client, table, project_root / "template.yaml")

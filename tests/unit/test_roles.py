@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from brokersync.roles import RoleAssignment, RoleAssignmentError, RoleStore, apply_roles
 from brokersync.topology import Topology, load_topology
@@ -19,15 +17,8 @@ def topology(topology_path: Path) -> Topology:
 
 
 @pytest.fixture
-def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[RoleStore]:
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        yield RoleStore(boto3.client("ssm"))
+def store(mocked_aws: None) -> RoleStore:
+    return RoleStore(boto3.client("ssm"))
 
 
 def test_without_a_role_parameter_the_topology_roles_apply(topology: Topology, store: RoleStore) -> None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.control_plane import BrokerControl
@@ -45,36 +43,29 @@ def _register(mq: Any, topology: Any) -> dict[str, str]:
 
 
 @pytest.fixture
-def steps(topology_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FailoverSteps]:
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        topology = load_topology(topology_path)
-        ssm, mq, s3 = boto3.client("ssm"), boto3.client("mq"), boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-        roles = RoleStore(ssm)
+def steps(topology_path: Path, mocked_aws: None) -> FailoverSteps:
+    topology = load_topology(topology_path)
+    ssm, mq, s3 = boto3.client("ssm"), boto3.client("mq"), boto3.client("s3")
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    roles = RoleStore(ssm)
 
-        def statistics(broker: Broker) -> Any:
-            return _UnreachableStatistics()
+    def statistics(broker: Broker) -> Any:
+        return _UnreachableStatistics()
 
-        environment = FailoverEnvironment(
-            topology=topology,
-            roles=roles,
-            transitions=TransitionStore(ssm, roles.name),
-            brokers=BrokerControl(mq, _register(mq, topology)),
-            sync=SyncControl(SyncSwitches(None, None, None), None, None, None),
-            s3=s3,
-            bucket=BUCKET,
-            events=boto3.client("events"),
-            ledger=memory_ledger(),
-            statistics=statistics,
-            remover=lambda broker: None,  # type: ignore[arg-type,return-value]
-        )
-        yield FailoverSteps(environment)
+    environment = FailoverEnvironment(
+        topology=topology,
+        roles=roles,
+        transitions=TransitionStore(ssm, roles.name),
+        brokers=BrokerControl(mq, _register(mq, topology)),
+        sync=SyncControl(SyncSwitches(None, None, None), None, None, None),
+        s3=s3,
+        bucket=BUCKET,
+        events=boto3.client("events"),
+        ledger=memory_ledger(),
+        statistics=statistics,
+        remover=lambda broker: None,  # type: ignore[arg-type,return-value]
+    )
+    return FailoverSteps(environment)
 
 
 def test_a_failover_promotes_the_broker_playing_dr_and_records_the_transition(steps: FailoverSteps) -> None:
