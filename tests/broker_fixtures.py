@@ -23,8 +23,11 @@ from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology, load_topology
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import drain
+from tests.ports import shifted_ports
 
-TEST_PORTS = WorldPorts(primary_openwire=61626, primary_stomp=61623, dr_openwire=62626, dr_stomp=62623, aws=5015)
+TEST_PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61626, primary_stomp=61623, dr_openwire=62626, dr_stomp=62623, aws=5015)
+)
 
 
 @pytest.fixture(scope="session")

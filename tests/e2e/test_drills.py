@@ -9,9 +9,12 @@ import pytest
 
 from brokersync_local.drill import DrillSettings, run_drill
 from brokersync_local.world import WorldPorts
+from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
-PORTS = WorldPorts(primary_openwire=61676, primary_stomp=61673, dr_openwire=62676, dr_stomp=62673, aws=5075)
+PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61676, primary_stomp=61673, dr_openwire=62676, dr_stomp=62673, aws=5075)
+)
 
 
 def _drill(mode: str, topology_path: Path, tmp_path: Path) -> dict[str, Any]:

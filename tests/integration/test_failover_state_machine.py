@@ -21,9 +21,12 @@ from brokersync.topology import load_topology
 from brokersync_local.deploy import CONFIG_BUCKET, ROLES_PARAMETER, deploy, register_brokers
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import receive
+from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
-PORTS = WorldPorts(primary_openwire=61666, primary_stomp=61663, dr_openwire=62666, dr_stomp=62663, aws=5065)
+PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61666, primary_stomp=61663, dr_openwire=62666, dr_stomp=62663, aws=5065)
+)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from brokersync_local.moto_server import PROCESS_MARKER
 from brokersync_local.pids import pid_is_ours
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import receive, send
+from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
 NS = {"c": "http://activemq.apache.org/schema/core"}
@@ -112,7 +113,9 @@ def test_a_taken_port_is_refused_with_a_clear_message(tmp_path: Path, topology_p
 
 
 def test_down_stops_every_process_it_started(tmp_path: Path, topology_path: Path) -> None:
-    ports = WorldPorts(primary_openwire=61656, primary_stomp=61653, dr_openwire=62656, dr_stomp=62653, aws=5055)
+    ports = shifted_ports(
+        WorldPorts(primary_openwire=61656, primary_stomp=61653, dr_openwire=62656, dr_stomp=62653, aws=5055)
+    )
     world = LocalWorld(load_topology(topology_path), tmp_path, ports)
     world.up(log=lambda _m: None)
     pids = [(b.pid, b.base_dir) for b in world.brokers.values()] + [(world.moto.pid, PROCESS_MARKER)]
@@ -124,7 +127,9 @@ def test_down_stops_every_process_it_started(tmp_path: Path, topology_path: Path
 
 
 def test_a_stale_env_file_is_cleaned_up_by_the_next_up(tmp_path: Path, topology_path: Path) -> None:
-    ports = WorldPorts(primary_openwire=61666, primary_stomp=61663, dr_openwire=62666, dr_stomp=62663, aws=5065)
+    ports = shifted_ports(
+        WorldPorts(primary_openwire=61666, primary_stomp=61663, dr_openwire=62666, dr_stomp=62663, aws=5065)
+    )
     world = LocalWorld(load_topology(topology_path), tmp_path, ports)
     world.env_file.parent.mkdir(parents=True, exist_ok=True)
     world.env_file.write_text(json.dumps({"primary": {"pid": 999_999}, "dr": {"pid": 999_998}}))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,10 @@ class WorldPorts:
         if role == "primary":
             return LocalPorts(self.primary_openwire, self.primary_stomp)
         return LocalPorts(self.dr_openwire, self.dr_stomp)
+
+    def shifted(self, offset: int) -> WorldPorts:
+        """The same layout moved by ``offset``, so two checkouts can run their worlds side by side."""
+        return WorldPorts(*(port + offset for port in astuple(self)))
 
     def labelled(self) -> list[tuple[int, str]]:
         return [
