@@ -83,7 +83,12 @@ def failover_environment(
         topology=topology,
         roles=roles,
         transitions=TransitionStore(roles.ssm, roles.name),
-        brokers=BrokerControl.for_topology(boto3.client("mq"), topology, json.loads(env.get(ENV_BROKER_IDS) or "{}")),
+        brokers=BrokerControl.for_topology(
+            boto3.client("mq"),
+            topology,
+            json.loads(env.get(ENV_BROKER_IDS) or "{}"),
+            regional=lambda region: boto3.client("mq", region_name=region),
+        ),
         sync=sync_control(env),
         s3=boto3.client("s3"),
         bucket=setting(ENV_CONFIG_BUCKET, env=env),

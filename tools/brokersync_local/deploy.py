@@ -165,12 +165,14 @@ def deploy(
 def register_brokers(topology: Topology, endpoint: str, region: str) -> dict[str, str]:
     """Create each broker in moto's Amazon MQ with its rendered configuration as the current revision.
 
-    Returns broker ids by name. Existing brokers (a second deploy) are reused as they are.
+    Each broker is created in its topology region (``region`` when it names none), because
+    Amazon MQ answers for a broker only there. Returns broker ids by name. Existing brokers
+    (a second deploy) are reused as they are.
     """
-    mq = _clients(endpoint, region)["mq"]
-    existing = {b["BrokerName"]: b["BrokerId"] for b in mq.list_brokers().get("BrokerSummaries", [])}
     ids: dict[str, str] = {}
     for broker in topology.brokers:
+        mq = _clients(endpoint, broker.region or region)["mq"]
+        existing = {b["BrokerName"]: b["BrokerId"] for b in mq.list_brokers().get("BrokerSummaries", [])}
         if broker.name in existing:
             ids[broker.name] = existing[broker.name]
             continue

@@ -10,6 +10,7 @@ revision, is rebooted.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,27 +39,45 @@ def broker_id(broker_id_or_arn: str) -> str:
 
 
 class BrokerControl:
-    """One region's Amazon MQ API, addressed by the topology's broker names."""
+    """The Amazon MQ API, addressed by the topology's broker names.
 
-    def __init__(self, mq: Any, broker_ids: dict[str, str]) -> None:
+    The two brokers live in different regions and Amazon MQ answers for a broker only in its
+    own region, so each broker may have its own client (``clients``); ``mq`` serves the rest.
+    """
+
+    def __init__(self, mq: Any, broker_ids: dict[str, str], clients: dict[str, Any] | None = None) -> None:
         self.mq = mq
         self.broker_ids = broker_ids
+        self.clients = clients or {}
 
     @classmethod
-    def for_topology(cls, mq: Any, topology: Topology, overrides: dict[str, str] | None = None) -> BrokerControl:
-        """Ids from the topology, except where ``overrides`` names a broker (locally, moto's ids)."""
-        return cls(mq, {b.name: b.broker_id for b in topology.brokers} | (overrides or {}))
+    def for_topology(
+        cls,
+        mq: Any,
+        topology: Topology,
+        overrides: dict[str, str] | None = None,
+        regional: Callable[[str], Any] | None = None,
+    ) -> BrokerControl:
+        """Ids from the topology, except where ``overrides`` names a broker (locally, moto's ids).
+
+        ``regional(region)`` builds the client for a broker whose topology entry names a region.
+        """
+        clients = {b.name: regional(b.region) for b in topology.brokers if regional and b.region}
+        return cls(mq, {b.name: b.broker_id for b in topology.brokers} | (overrides or {}), clients)
 
     def _id(self, name: str) -> str:
         return broker_id(self.broker_ids[name])
 
+    def _mq(self, name: str) -> Any:
+        return self.clients.get(name, self.mq)
+
     def describe(self, name: str) -> dict[str, Any]:
-        return self.mq.describe_broker(BrokerId=self._id(name))
+        return self._mq(name).describe_broker(BrokerId=self._id(name))
 
     def current_document(self, name: str) -> tuple[str, int, str]:
         """The configuration id, revision and document the broker runs now."""
         current = self.describe(name)["Configurations"]["Current"]
-        revision = self.mq.describe_configuration_revision(
+        revision = self._mq(name).describe_configuration_revision(
             ConfigurationId=current["Id"], ConfigurationRevision=str(current["Revision"])
         )
         return current["Id"], int(current["Revision"]), base64.b64decode(revision["Data"]).decode("utf-8")
@@ -67,15 +86,16 @@ class BrokerControl:
         """Make ``document`` the broker's next revision (pending until a reboot)."""
         configurations = self.describe(name)["Configurations"]
         configuration_id = configurations["Current"]["Id"]
-        latest = int(self.mq.describe_configuration(ConfigurationId=configuration_id)["LatestRevision"]["Revision"])
-        latest_data = self.mq.describe_configuration_revision(
+        mq = self._mq(name)
+        latest = int(mq.describe_configuration(ConfigurationId=configuration_id)["LatestRevision"]["Revision"])
+        latest_data = mq.describe_configuration_revision(
             ConfigurationId=configuration_id, ConfigurationRevision=str(latest)
         )["Data"]
         warnings: list[dict[str, Any]] = []
         created = base64.b64decode(latest_data).decode("utf-8") != document
         try:
             if created:
-                response = self.mq.update_configuration(
+                response = mq.update_configuration(
                     ConfigurationId=configuration_id,
                     Data=base64.b64encode(document.encode("utf-8")).decode("ascii"),
                     Description=description[:100],
@@ -85,7 +105,7 @@ class BrokerControl:
             wanted = {"Id": configuration_id, "Revision": latest}
             on_it = [configurations.get(k) or {} for k in ("Current", "Pending")]
             if not any(c.get("Id") == configuration_id and int(c.get("Revision", -1)) == latest for c in on_it):
-                self.mq.update_broker(BrokerId=self._id(name), Configuration=wanted)
+                mq.update_broker(BrokerId=self._id(name), Configuration=wanted)
         except ClientError as e:
             raise ConfigurationApplyError(f"{name}: {e.response['Error'].get('Message', e)}") from e
         return AppliedConfiguration(name, configuration_id, latest, created, warnings)
@@ -97,7 +117,7 @@ class BrokerControl:
         return int(configurations["Current"]["Revision"]) != revision
 
     def reboot(self, name: str) -> None:
-        self.mq.reboot_broker(BrokerId=self._id(name))
+        self._mq(name).reboot_broker(BrokerId=self._id(name))
 
     def state(self, name: str) -> str:
         return str(self.describe(name)["BrokerState"])
@@ -105,6 +125,6 @@ class BrokerControl:
     def promote(self, name: str, mode: str) -> None:
         """CRDR: make the replica broker the primary (Amazon MQ's own data replication)."""
         try:
-            self.mq.promote(BrokerId=self._id(name), Mode=mode)
+            self._mq(name).promote(BrokerId=self._id(name), Mode=mode)
         except ClientError as e:
             raise PromoteError(f"{name}: {e.response['Error'].get('Message', e)}") from e
