@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
@@ -18,6 +19,7 @@ from brokersync.config import runtime_topology
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
 from brokersync.runtime import broker_connector, ledger_from_env, role_store
+from brokersync.topology import Topology
 
 logger = Logger()
 tracer = Tracer()
@@ -29,13 +31,33 @@ LEDGER = ledger_from_env()
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 
 
+def _primary_statistics(topology: Topology) -> StatisticsClient | None:
+    """The primary's counters, for the copy backlog (loss-risk) metric; None when its secret is unreadable.
+
+    The purge never needs the primary to do its job, so a primary that cannot be reached only
+    leaves that one metric out (the DR side keeps purging during a regional outage).
+    """
+    try:
+        return StatisticsClient(broker_connector(topology.primary))
+    except GetParameterError as e:
+        logger.warning("copy backlog not measured: %s", e)
+        return None
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology = ROLES.current(TOPOLOGY)  # after a failover the DR broker is the old primary
     dr = broker_connector(topology.dr)
-    service = PurgeService(LEDGER, SelectorRemover(dr), topology, metrics=metrics, dr_statistics=StatisticsClient(dr))
+    service = PurgeService(
+        LEDGER,
+        SelectorRemover(dr),
+        topology,
+        metrics=metrics,
+        dr_statistics=StatisticsClient(dr),
+        primary_statistics=_primary_statistics(topology),
+    )
     budget = min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)
     report = service.run(max_seconds=budget, stop_when_idle=True)
     return {
