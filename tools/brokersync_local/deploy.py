@@ -25,6 +25,7 @@ import yaml
 from brokersync.ledger.schema import create_ledger_table, load_template
 from brokersync.render import render_configuration
 from brokersync.topology import Topology
+from brokersync_local.template_model import called_functions, state_machines, substituted_definition
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -74,17 +75,6 @@ def _function_environment(template: dict[str, Any], logical_id: str, extra: dict
     return variables
 
 
-def _logical_id(get_att: dict[str, Any]) -> str:
-    target = get_att["Fn::GetAtt"]
-    return target.split(".")[0] if isinstance(target, str) else target[0]
-
-
-def _resolve(value: Any, arns: dict[str, str]) -> str:
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return arns[_logical_id(value)]
-    return str(value)
-
-
 def deploy(
     topology: Topology,
     state_dir: Path,
@@ -130,13 +120,7 @@ def deploy(
         "BROKERSYNC_RELAY_RULE": RELAY_RULE,
         "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
     }
-    machines = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::Serverless::StateMachine"}
-    called = {
-        _logical_id(value)
-        for machine in machines.values()
-        for value in machine["Properties"].get("DefinitionSubstitutions", {}).values()
-        if isinstance(value, dict) and "Fn::GetAtt" in value
-    }
+    machines = state_machines(template)
     # State machine ARNs are known before they exist (as ``!Sub`` builds them in the template).
     machine_arns = {
         logical_id: f"arn:aws:states:{region}:123456789012:stateMachine:brokersync-{logical_id}"
@@ -144,18 +128,14 @@ def deploy(
     }
     base_environment["BROKERSYNC_PURGE_LOOP_ARN"] = machine_arns.get("PurgeLoopStateMachine", "")
     arns: dict[str, str] = {}
-    for logical_id in sorted(called):
+    for logical_id in sorted(called_functions(template)):
         environment = _function_environment(
             template, logical_id, {**base_environment, **(overrides or {}).get(logical_id, {})}
         )
         arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
     created: dict[str, str] = {}
-    for logical_id, machine in machines.items():
-        properties = machine["Properties"]
-        definition = (ROOT / properties["DefinitionUri"]).read_text(encoding="utf-8")
-        for key, value in properties.get("DefinitionSubstitutions", {}).items():
-            definition = definition.replace(f"${{{key}}}", _resolve(value, arns))
-        json.loads(definition)  # the substituted definition must be JSON, as in AWS
+    for logical_id, properties in machines.items():
+        definition = json.dumps(substituted_definition(properties, ROOT, arns.__getitem__))
         created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
         if created[logical_id] != machine_arns[logical_id]:
             raise RuntimeError(f"moto named {logical_id} {created[logical_id]}, expected {machine_arns[logical_id]}")
