@@ -19,6 +19,10 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.topology import Topology
 
 DEFAULT_ROLES_PARAMETER = "/brokersync/roles"
+#: The value the stack seeds the role parameter with: no failover has happened yet, roles are
+#: as topology.yaml says. It is a constant so that CloudFormation never rewrites the parameter
+#: on a stack update (it only updates resources whose properties changed).
+AS_IN_TOPOLOGY = "as-in-topology"
 
 
 class RoleAssignmentError(BrokerSyncError):
@@ -102,7 +106,9 @@ class RoleStore(SsmParameter):
 
     def read(self) -> RoleAssignment | None:
         value = self.get()
-        return None if value is None else RoleAssignment.from_json(value)
+        if value is None or value.strip() == AS_IN_TOPOLOGY:
+            return None
+        return RoleAssignment.from_json(value)
 
     def write(self, assignment: RoleAssignment) -> None:
         self.put(assignment.to_json())

@@ -7,7 +7,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from brokersync.roles import RoleAssignment, RoleAssignmentError, RoleStore, apply_roles
+from brokersync.roles import AS_IN_TOPOLOGY, RoleAssignment, RoleAssignmentError, RoleStore, apply_roles
 from brokersync.topology import Topology, load_topology
 
 
@@ -53,3 +53,10 @@ def test_a_parameter_that_is_not_an_assignment_is_refused(store: RoleStore) -> N
 
     with pytest.raises(RoleAssignmentError, match="not a role assignment"):
         store.read()
+
+
+def test_the_value_the_stack_seeds_means_roles_as_in_the_topology(topology: Topology, store: RoleStore) -> None:
+    store.put(AS_IN_TOPOLOGY)
+
+    assert store.read() is None
+    assert store.current(topology).primary.name == "orders-use1"

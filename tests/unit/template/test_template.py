@@ -1,0 +1,154 @@
+"""template.yaml keeps the promises the README makes about it: least privilege, alarms that
+reach someone, a dashboard CloudWatch accepts, a role parameter that a stack update leaves
+alone, and a samconfig.toml whose two environments deploy it."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokersync.ledger.schema import load_template
+from brokersync.roles import AS_IN_TOPOLOGY
+
+#: Actions IAM offers no resource-level permissions for: "*" is the only resource they take.
+NO_RESOURCE_LEVEL = {"lambda:ListEventSourceMappings", "cloudwatch:PutMetricData"}
+
+
+@pytest.fixture(scope="module")
+def template(project_root: Path) -> dict[str, Any]:
+    return load_template(project_root / "template.yaml")
+
+
+def _statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for logical_id, resource in template["Resources"].items():
+        policies = resource.get("Properties", {}).get("Policies", [])
+        for policy in policies if isinstance(policies, list) else [policies]:
+            if isinstance(policy, dict):
+                for statement in policy.get("Statement", []):
+                    yield logical_id, statement
+        if resource["Type"] == "AWS::IAM::Role":
+            for policy in resource["Properties"].get("Policies", []):
+                for statement in policy["PolicyDocument"]["Statement"]:
+                    yield logical_id, statement
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_statement_grants_a_wildcard_action(template: dict[str, Any]) -> None:
+    for logical_id, statement in _statements(template):
+        for action in _as_list(statement["Action"]):
+            assert "*" not in action, f"{logical_id} grants {action}"
+
+
+def test_only_actions_without_resource_level_permissions_get_every_resource(template: dict[str, Any]) -> None:
+    for logical_id, statement in _statements(template):
+        if "*" in _as_list(statement.get("Resource")):
+            assert set(_as_list(statement["Action"])) <= NO_RESOURCE_LEVEL, logical_id
+
+
+def test_amazon_mq_permissions_name_the_two_brokers(template: dict[str, Any]) -> None:
+    for logical_id, statement in _statements(template):
+        if any(str(a).startswith("mq:") for a in _as_list(statement["Action"])):
+            resources = _as_list(statement["Resource"])
+            assert {"Ref": "PrimaryBrokerArn"} in resources, logical_id
+            assert {"Ref": "DrBrokerArn"} in resources, logical_id
+            assert not any("broker:*" in json.dumps(r) for r in resources), logical_id
+
+
+def test_every_alarm_notifies_the_alarm_topic(template: dict[str, Any]) -> None:
+    alarms = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+
+    assert len(alarms) >= 8
+    for logical_id, alarm in alarms.items():
+        assert {"Ref": "AlarmTopic"} in alarm["Properties"]["AlarmActions"], logical_id
+
+
+def test_the_issue_alarms_are_all_there(template: dict[str, Any]) -> None:
+    names = set(template["Resources"])
+
+    assert {
+        "LossRiskAlarm",
+        "DuplicateRiskAlarm",
+        "OldestPendingAgeAlarm",
+        "RelayStalledAlarm",
+        "PurgeErrorsAlarm",
+        "NetworkBridgeDownAlarm",
+    } <= names
+
+
+def test_the_oldest_pending_alarm_compares_seconds_with_the_rpo_target(template: dict[str, Any]) -> None:
+    alarm = template["Resources"]["OldestPendingAgeAlarm"]["Properties"]
+    returned = [m for m in alarm["Metrics"] if m.get("ReturnData")]
+
+    assert alarm["Threshold"] == {"Ref": "RpoTargetSeconds"}
+    assert returned == [m for m in alarm["Metrics"] if m.get("Expression") == "age / 1000"]
+
+
+def test_the_dashboard_body_is_json_once_cloudformation_substitutes_it(template: dict[str, Any]) -> None:
+    body, _variables = template["Resources"]["SyncDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    substituted = re.sub(r"\$\{[^}]+\}", "1", body)
+
+    widgets = json.loads(substituted)["widgets"]
+
+    assert {w["type"] for w in widgets} == {"text", "metric", "alarm"}
+
+
+def test_the_role_parameter_is_seeded_with_the_value_that_means_as_in_topology(template: dict[str, Any]) -> None:
+    parameter = template["Resources"]["RolesParameter"]
+
+    assert parameter["Properties"]["Value"] == AS_IN_TOPOLOGY
+    assert parameter["Properties"]["Name"] == {"Ref": "RolesParameterName"}
+    assert parameter["DeletionPolicy"] == parameter["UpdateReplacePolicy"] == "Retain"
+
+
+def test_the_ledger_keeps_point_in_time_recovery_for_exports_in_both_replicas(template: dict[str, Any]) -> None:
+    ledger = template["Resources"]["Ledger"]
+
+    assert ledger["DeletionPolicy"] == "Retain"
+    assert ledger["Properties"]["SSESpecification"]["SSEEnabled"] is True
+    for replica in ledger["Properties"]["Replicas"]:
+        assert replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+
+
+def test_every_function_carries_the_powertools_environment(template: dict[str, Any]) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+
+    assert {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"} <= set(variables)
+
+
+def _overrides(environment: dict[str, Any]) -> dict[str, str]:
+    text = environment["deploy"]["parameters"]["parameter_overrides"]
+    return dict(item.split("=", 1) for item in text.split())
+
+
+@pytest.mark.parametrize(("environment", "role"), [("primary", "primary"), ("dr", "dr")])
+def test_samconfig_environment_sets_every_required_parameter(
+    template: dict[str, Any], project_root: Path, environment: str, role: str
+) -> None:
+    config = tomllib.loads((project_root / "samconfig.toml").read_text())
+    overrides = _overrides(config[environment])
+    parameters = template["Parameters"]
+    required = {name for name, spec in parameters.items() if "Default" not in spec}
+
+    assert overrides["Role"] == role
+    assert set(overrides) <= set(parameters)
+    assert required <= set(overrides)
+    for name, value in overrides.items():
+        if pattern := parameters[name].get("AllowedPattern"):
+            assert re.match(pattern, value), f"{environment}: {name}={value}"
+
+
+def test_the_two_samconfig_environments_deploy_to_each_others_peer_region(project_root: Path) -> None:
+    config = tomllib.loads((project_root / "samconfig.toml").read_text())
+    primary, dr = config["primary"]["deploy"]["parameters"], config["dr"]["deploy"]["parameters"]
+
+    assert _overrides(config["primary"])["PeerRegion"] == dr["region"]
+    assert _overrides(config["dr"])["PeerRegion"] == primary["region"]
