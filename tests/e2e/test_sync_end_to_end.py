@@ -17,7 +17,7 @@ from brokersync.ledger import Ledger
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Topology
-from brokersync_local.demo import browse
+from brokersync_local.browsing import browse
 from tests.integration.stomp_helpers import receive
 
 pytestmark = pytest.mark.broker

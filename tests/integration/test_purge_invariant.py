@@ -23,7 +23,7 @@ from brokersync.ledger import memory_ledger
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
 from brokersync.topology import CONSUMED_QUEUE, Topology
-from brokersync_local.demo import browse
+from brokersync_local.browsing import browse
 from tests.integration.stomp_helpers import drain, receive
 
 pytestmark = pytest.mark.broker

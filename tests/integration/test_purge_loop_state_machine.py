@@ -12,7 +12,7 @@ from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import dynamodb_ledger
-from brokersync_local.demo import browse
+from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, deploy
 from brokersync_local.world import LocalWorld
 

@@ -36,7 +36,7 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.topology import Topology, load_topology
-from brokersync_local.demo import browse
+from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
 from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog

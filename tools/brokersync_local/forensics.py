@@ -14,7 +14,7 @@ from pathlib import Path
 
 from brokersync.broker.stomp import StompConnector
 from brokersync_local.broker_process import BrokerProcess
-from brokersync_local.demo import browse
+from brokersync_local.browsing import browse
 from brokersync_local.ports import free_port
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
 

@@ -1,4 +1,4 @@
-"""``brokersync demo``: the local pair copying a burst of messages, shown as it happens.
+"""``brokersync copy-burst``: the local pair copying a burst of messages, shown as it happens.
 
 It starts the local world (unless it is already up), sends a burst of persistent messages
 with ULID correlation ids to every synced queue on the primary, and prints each queue's
@@ -15,17 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import stomp
-
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.client import send
 from brokersync.topology import load_topology
+from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
 
 @dataclass
-class DemoSettings:
+class CopyBurstSettings:
     topology: Path
     state_dir: Path
     messages: int = 200
@@ -34,34 +33,8 @@ class DemoSettings:
     ports: WorldPorts | None = None
 
 
-class _Browser(stomp.ConnectionListener):
-    def __init__(self) -> None:
-        self.frames: list[stomp.utils.Frame] = []
-        self.done = False
-
-    def on_message(self, frame: stomp.utils.Frame) -> None:
-        if frame.headers.get("browser") == "end":
-            self.done = True
-        else:
-            self.frames.append(frame)
-
-
-def browse(connector: StompConnector, queue: str, timeout_s: float = 10.0) -> list[stomp.utils.Frame]:
-    """Every message on ``queue`` without consuming it (ActiveMQ's STOMP browser subscription)."""
-    browser = _Browser()
-    connection = connector.connect(browser, name="brokersync-demo-browser")
-    try:
-        connection.subscribe(f"/queue/{queue}", id="browse", ack="auto", headers={"browser": "true"})
-        deadline = time.monotonic() + timeout_s
-        while not browser.done and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        connection.disconnect()
-    return browser.frames
-
-
-def run_demo(settings: DemoSettings, out: Callable[[str], None] = print) -> int:
-    """Run the copy demo; 0 when every copy arrived intact."""
+def run_copy_burst(settings: CopyBurstSettings, out: Callable[[str], None] = print) -> int:
+    """Run the copy burst; 0 when every copy arrived intact."""
     world = LocalWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
     started_here = not world.running()
     world.up(log=out)
@@ -72,7 +45,7 @@ def run_demo(settings: DemoSettings, out: Callable[[str], None] = print) -> int:
             world.down(log=out)
 
 
-def _copy_burst(world: LocalWorld, settings: DemoSettings, out: Callable[[str], None]) -> int:
+def _copy_burst(world: LocalWorld, settings: CopyBurstSettings, out: Callable[[str], None]) -> int:
     topology = world.topology
     primary = StompConnector(topology.primary.stomp)
     dr = StompConnector(topology.dr.stomp)
@@ -115,15 +88,15 @@ def _copy_burst(world: LocalWorld, settings: DemoSettings, out: Callable[[str], 
     return 0 if mismatches == 0 else 1
 
 
-def main_demo(args: object) -> int:
-    settings = DemoSettings(
+def main_copy_burst(args: object) -> int:
+    settings = CopyBurstSettings(
         topology=Path(getattr(args, "topology", "topology.yaml")),
         state_dir=Path(getattr(args, "state_dir", ".brokersync/local")),
         messages=getattr(args, "messages", 200),
         keep=getattr(args, "keep", False),
     )
     try:
-        return run_demo(settings)
+        return run_copy_burst(settings)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
