@@ -20,11 +20,14 @@ the brokers hold:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -88,6 +91,11 @@ class Drill:
         self.log = TrafficLog()
         self.timeline = Timeline()
         self.facts: dict[str, Any] = {}
+        #: For watchers (the demo's live view): what the drill is doing, and which broker the
+        #: applications use now. ``ready`` is set once sync runs and ``ledger`` can be read.
+        self.phase = "starting a fresh local pair"
+        self.primary_now = self.topology.primary.name
+        self.ready = threading.Event()
 
     # -- set-up ---------------------------------------------------------------------------------
     def _deploy(self) -> None:
@@ -114,6 +122,7 @@ class Drill:
         self.workers = SyncWorkers(self.world, self.settings.topology)
         self.workers.start(log=lambda _m: None, only=("relay",))
         self.sync.start()
+        self.ready.set()
 
     def _execute(self, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
         arn = self.sfn.start_execution(stateMachineArn=self.machines[machine], input=json.dumps(payload))[
@@ -144,14 +153,17 @@ class Drill:
         self.world.destroy()  # a drill starts from empty brokers and an empty ledger
         self.world.up(log=self.out)
         try:
+            self.phase = "deploying from template.yaml into moto"
             self._deploy()
             return self._run_traffic()
         finally:
-            for stop in (self._stop_sync, self._stop_world):
-                try:
-                    stop()
-                except Exception as e:
-                    self.out(f"drill tear-down: {e}")
+            self.phase = "stopping everything the drill started"
+            with _interrupts_deferred():
+                for stop in (self._stop_sync, self._stop_world):
+                    try:
+                        stop()
+                    except Exception as e:
+                        self.out(f"drill tear-down: {e}")
 
     def _stop_sync(self) -> None:
         self.workers.stop(log=lambda _m: None)
@@ -171,18 +183,22 @@ class Drill:
             client.start()
         self.timeline = Timeline()
         switch_at = self._switch_at()
+        self.phase = f"steady load on {old}, {settings.mode} at {switch_at:.0f}s"
         self.out(
             f"drill {settings.mode}: {settings.rate:.0f} msg/s for {settings.duration:.0f}s, switch at {switch_at:.1f}s"
         )
         time.sleep(max(0.0, self.timeline.started + switch_at - time.time()))
 
+        self.phase = f"{settings.mode} running"
         if settings.mode == "switchover":
             self._switchover(producer, consumer)
         else:
             self._failover()
         for client in (producer, consumer):
             client.move_to(new, self.connectors[new])
+        self.primary_now = new
         self.timeline.mark("applications on the new primary")
+        self.phase = f"load on the new primary {new}"
 
         time.sleep(max(0.0, self.timeline.started + settings.duration - time.time()))
         if settings.mode == "failback":
@@ -192,6 +208,7 @@ class Drill:
             self.facts["failback_result"] = result
         producer.pause()
         self.timeline.mark("producer stopped")
+        self.phase = f"draining {new}, then counting"
         self._drain(consumer, new)
         self.timeline.mark("consumer drained the new primary")
         producer.stop()
@@ -293,6 +310,19 @@ class Drill:
         if settings.report:
             result["report"] = str(write_report(settings.report, result, self.log, self.timeline, old, new))
         return result
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Tear-down finishes even when Ctrl-C is pressed again: a half-stopped world leaks processes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
