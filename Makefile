@@ -73,8 +73,12 @@ format: deps
 test: deps lint template-check
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# make demo MODE=failover RATE=1000 DURATION=60 (HEADLESS=1 for plain lines on a terminal too)
+MODE ?= switchover
+RATE ?= 200
+DURATION ?= 60
 demo: deps
-	$(BIN)/brokersync demo $(DEMO_ARGS)
+	$(BIN)/brokersync demo --mode $(MODE) --rate $(RATE) --duration $(DURATION) $(if $(HEADLESS),--headless) $(DEMO_ARGS)
 
 down:
 	-$(BIN)/brokersync local down

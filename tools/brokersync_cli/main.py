@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
 
@@ -45,6 +46,12 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     return commands.run_sync(args)
 
 
+def _cmd_copy_burst(args: argparse.Namespace) -> int:
+    from brokersync_local.copy_burst import main_copy_burst  # noqa: PLC0415 (dev-only harness)
+
+    return main_copy_burst(args)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from brokersync_local.demo import main_demo  # noqa: PLC0415 (dev-only harness)
 
@@ -68,6 +75,38 @@ def _cmd_drill(args: argparse.Namespace) -> int:
     outcome = run_drill(settings, out=lambda line: print(line, file=sys.stderr))
     print(json.dumps(outcome))
     return 0
+
+
+def _add_demo_and_drill(sub: Any) -> None:
+    """The two commands that run a fresh pair of their own: the demo and the drill."""
+    demo = sub.add_parser(
+        "demo", help="the whole system on a fresh local pair: steady load shown live, then a drill and its summary"
+    )
+    demo.add_argument("--mode", default="switchover", choices=["switchover", "failover"])
+    demo.add_argument("--rate", type=float, default=200.0, help="messages per second produced (default 200)")
+    demo.add_argument("--duration", type=float, default=60.0, help="seconds of steady load before the drill (60)")
+    demo.add_argument("--after", type=float, default=None, help="seconds of load after the switch (default: 15)")
+    demo.add_argument("--report", default="reports/demo", help="directory for the drill's HTML report")
+    demo.add_argument("--headless", action="store_true", help="plain periodic lines, even on a terminal")
+    demo.add_argument("--json", dest="json_out", default=None, help="also write the summary as JSON to this file")
+    demo.add_argument("--topology", default="topology.yaml")
+    demo.add_argument("--state-dir", default=".brokersync/demo")
+    demo.add_argument("--port-offset", type=int, default=0, help="move the demo's five ports by this much")
+    demo.set_defaults(func=_cmd_demo)
+
+    drill = sub.add_parser(
+        "drill", help="a switchover, failover or failback on a fresh local pair; prints loss, duplicates and RTO"
+    )
+    drill.add_argument("--mode", required=True, choices=["switchover", "failover", "failback"])
+    drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
+    drill.add_argument("--duration", type=float, default=30.0, help="seconds of traffic (default 30)")
+    drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
+    drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
+    drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")
+    drill.add_argument("--topology", default="topology.yaml")
+    drill.add_argument("--state-dir", default=".brokersync/drill")
+    drill.add_argument("--keep", action="store_true", help="leave the drill's pair running afterwards")
+    drill.set_defaults(func=_cmd_drill)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,26 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("sync_command", choices=["start", "stop", "status"])
     sync.set_defaults(func=_cmd_sync)
 
-    demo = sub.add_parser("demo", help="the local pair copying a burst of messages to DR, shown live")
-    demo.add_argument("--topology", default="topology.yaml")
-    demo.add_argument("--state-dir", default=".brokersync/local")
-    demo.add_argument("--messages", type=int, default=300, help="messages in the burst (default 300)")
-    demo.add_argument("--keep", action="store_true", help="leave the local world running afterwards")
-    demo.set_defaults(func=_cmd_demo)
+    burst = sub.add_parser("copy-burst", help="the local pair copying a burst of messages to DR, verified")
+    burst.add_argument("--topology", default="topology.yaml")
+    burst.add_argument("--state-dir", default=".brokersync/local")
+    burst.add_argument("--messages", type=int, default=300, help="messages in the burst (default 300)")
+    burst.add_argument("--keep", action="store_true", help="leave the local world running afterwards")
+    burst.set_defaults(func=_cmd_copy_burst)
 
-    drill = sub.add_parser(
-        "drill", help="a switchover, failover or failback on a fresh local pair; prints loss, duplicates and RTO"
-    )
-    drill.add_argument("--mode", required=True, choices=["switchover", "failover", "failback"])
-    drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
-    drill.add_argument("--duration", type=float, default=30.0, help="seconds of traffic (default 30)")
-    drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
-    drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
-    drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")
-    drill.add_argument("--topology", default="topology.yaml")
-    drill.add_argument("--state-dir", default=".brokersync/drill")
-    drill.add_argument("--keep", action="store_true", help="leave the drill's pair running afterwards")
-    drill.set_defaults(func=_cmd_drill)
+    _add_demo_and_drill(sub)
     return parser
 
 

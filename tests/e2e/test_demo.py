@@ -1,0 +1,90 @@
+"""`make demo` headless, as CI runs it: the summary it prints, and nothing left running after Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from brokersync_local.moto_server import PROCESS_MARKER
+from tests.ports import SHIFT_VARIABLE
+
+pytestmark = pytest.mark.broker
+#: The demo's own ports moved clear of its defaults, so a demo someone left running does not collide.
+PORT_OFFSET = 100 + int(os.environ.get(SHIFT_VARIABLE, "0"))
+
+
+def _leftovers(state_dir: Path, aws_port: int) -> list[str]:
+    """Command lines of processes the demo started that still run (brokers, moto, sync workers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            continue
+        ours = str(state_dir) in cmdline or (PROCESS_MARKER in cmdline and f"-p {aws_port}" in cmdline)
+        if ours and int(proc.name) != os.getpid():
+            found.append(cmdline)
+    return found
+
+
+def test_a_headless_switchover_demo_loses_nothing_and_duplicates_nothing(project_root: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    args = (
+        f"--after 5 --json {summary} --report {tmp_path / 'report'} "
+        f"--state-dir {tmp_path / 'demo'} --port-offset {PORT_OFFSET}"
+    )
+
+    done = subprocess.run(
+        ["make", "--no-print-directory", "demo", "HEADLESS=1", "RATE=50", "DURATION=10", f"DEMO_ARGS={args}"],
+        cwd=project_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outcome = json.loads(summary.read_text())
+    assert (outcome["mode"], outcome["lost"], outcome["duplicates"]) == ("switchover", 0, 0)
+    assert outcome["produced"] > 0
+    assert "drill summary:" in done.stdout
+    assert "  lost: 0" in done.stdout
+    assert "queue=ORDERS (sync)" in done.stdout, "the plain live view printed no line"
+    assert Path(outcome["report"]).exists()
+    assert _leftovers(tmp_path / "demo", 5085 + PORT_OFFSET) == []
+
+
+def test_ctrl_c_during_the_steady_load_stops_everything_the_demo_started(tmp_path: Path) -> None:
+    state_dir = tmp_path / "demo"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "brokersync_cli.main", "demo", "--headless", "--rate", "50", "--duration", "120",
+         "--state-dir", str(state_dir), "--report", "", "--port-offset", str(PORT_OFFSET + 10)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    assert demo.stdout is not None
+    deadline = time.monotonic() + 120
+    for line in demo.stdout:
+        if "queue=ORDERS" in line or time.monotonic() > deadline:
+            break
+
+    os.killpg(demo.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
+    rest = demo.communicate(timeout=120)[0]
+
+    assert demo.returncode == 130, rest[-2000:]
+    assert "everything it started was stopped" in rest
+    assert _leftovers(state_dir, 5085 + PORT_OFFSET + 10) == []
