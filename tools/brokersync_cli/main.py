@@ -46,6 +46,13 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     return commands.run_sync(args)
 
 
+def _cmd_cost(args: argparse.Namespace) -> int:
+    from brokersync_cli.cost import load_prices, report  # noqa: PLC0415
+
+    print(json.dumps(report(args.rate or [100.0, 1000.0], load_prices(args.prices)), indent=2))
+    return 0
+
+
 def _cmd_copy_burst(args: argparse.Namespace) -> int:
     from brokersync_local.copy_burst import main_copy_burst  # noqa: PLC0415 (dev-only harness)
 
@@ -149,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     burst.set_defaults(func=_cmd_copy_burst)
 
     _add_demo_and_drill(sub)
+
+    cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
+    cost.add_argument("--rate", type=float, action="append", help="msg/s (repeatable; default 100 and 1000)")
+    cost.add_argument("--prices", type=Path, default=None, help="JSON file overriding prices by name")
+    cost.set_defaults(func=_cmd_cost)
     return parser
 
 

@@ -1,0 +1,37 @@
+"""The cost model: what scales with the rate, what does not, and the README quoting it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brokersync_cli.cost import load_prices, monthly_cost
+
+
+def test_ledger_writes_scale_with_the_rate_and_the_loops_do_not() -> None:
+    low, high = monthly_cost(100)["usd_per_month"], monthly_cost(1000)["usd_per_month"]
+
+    assert high["ledger_writes"] == pytest.approx(10 * low["ledger_writes"], rel=0.01)
+    assert high["purge_lambda"] == low["purge_lambda"]
+    assert high["purge_loop_transitions"] == low["purge_loop_transitions"]
+
+
+def test_a_purge_loop_that_stays_in_its_task_costs_cents_a_day() -> None:
+    assert monthly_cost(500)["purge_loop_usd_per_day"] < 0.15
+
+
+def test_the_readme_quotes_the_totals_the_model_prints(project_root: Path) -> None:
+    readme = (project_root / "README.md").read_text()
+
+    for rate in (100, 1000):
+        assert f"${monthly_cost(rate)['total_usd_per_month']:,.2f}" in readme, rate
+
+
+def test_a_prices_file_with_an_unknown_name_is_refused(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"usd_per_gigawatt": 1.21}))
+
+    with pytest.raises(ValueError, match="unknown price names usd_per_gigawatt"):
+        load_prices(prices)

@@ -1,0 +1,116 @@
+"""``brokersync cost --rate R``: what the BrokerSync stacks cost a month at R msg/s, and why.
+
+A model, not a bill: each line is a measured figure (write units per 1,000 messages from
+``bench/capture.py``, the function's loop budget) times a published on-demand price. The
+prices are us-east-1 list prices as published when this was written; pass ``--prices
+FILE.json`` with today's to refresh them. The brokers themselves are not included: the pair
+exists with or without BrokerSync.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+SECONDS_PER_MONTH = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Prices:
+    usd_per_million_write_units: float = 0.625  # DynamoDB on-demand WRU
+    usd_per_million_replicated_write_units: float = 0.625  # global table rWRU
+    usd_per_million_read_units: float = 0.125
+    usd_per_gb_month_storage: float = 0.25
+    usd_per_gb_month_pitr: float = 0.20
+    usd_per_gb_export: float = 0.10  # DynamoDB export to S3 (full)
+    usd_per_gb_second_lambda_arm64: float = 0.0000133334
+    usd_per_million_lambda_requests: float = 0.20
+    usd_per_thousand_state_transitions: float = 0.025
+    usd_per_gb_inter_region: float = 0.02
+    usd_per_custom_metric_month: float = 0.30
+    usd_per_alarm_metric_month: float = 0.10
+    usd_per_dashboard_month: float = 3.00
+    usd_per_secret_month: float = 0.40
+    usd_per_dpu_hour_glue: float = 0.44
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the stacks do per message and per month, from measurements and the template."""
+
+    #: bench/capture.py: capture items plus work pointers, per 1,000 messages.
+    capture_write_units_per_1000: float = 36.0
+    #: Purge marks: the same set-ADD shape as capture (README, "The ledger"), per 1,000 messages.
+    mark_write_units_per_1000: float = 22.0
+    read_units_per_1000: float = 10.0
+    ledger_bytes_per_key: float = 45.0  # capture element + mark element + pointer share
+    retention_days: float = 7.0  # the ledger's TTL
+    message_bytes: float = 1024.0
+    function_gb: float = 0.5
+    relay_seconds_per_minute: float = 50.0  # BROKERSYNC_RELAY_MAX_SECONDS on a 1-minute schedule
+    purge_seconds_per_invocation: float = 40.0  # BROKERSYNC_PURGE_MAX_SECONDS, looping through idle rounds
+    transitions_per_purge_invocation: float = 2.0  # Purge task + EnoughIterations choice
+    custom_metrics: int = 16  # EMF metric names (service dimension), both regions
+    alarm_metrics: int = 26  # metrics in the alarms of both stacks (metric-math alarms count each)
+    dashboards: int = 2
+    secrets: int = 4  # two broker secrets, each replicated to the other region
+    reconcile_runs_per_month: float = 30.0
+    glue_dpu_hours_per_run: float = 2 * 10 / 60  # 2 G.1X workers for about 10 minutes
+
+
+def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None = None) -> dict[str, Any]:
+    """Dollars a month per line item for both stacks at ``rate`` msg/s, and their total."""
+    p, u = prices or Prices(), usage or Usage()
+    messages = rate * SECONDS_PER_MONTH
+    thousands = messages / 1000
+    table_gb = rate * u.retention_days * 86400 * u.ledger_bytes_per_key / 1e9  # one region's replica
+    purge_invocations = SECONDS_PER_MONTH / u.purge_seconds_per_invocation
+    relay_invocations = SECONDS_PER_MONTH / 60
+    writes = thousands * (u.capture_write_units_per_1000 + u.mark_write_units_per_1000) / 1e6
+    lines = {
+        "ledger_writes": writes * (p.usd_per_million_write_units + p.usd_per_million_replicated_write_units),
+        "ledger_reads": thousands * u.read_units_per_1000 / 1e6 * p.usd_per_million_read_units,
+        "ledger_storage_and_pitr": 2 * table_gb * (p.usd_per_gb_month_storage + p.usd_per_gb_month_pitr),
+        "ledger_replication_transfer": table_gb / u.retention_days * 30 * p.usd_per_gb_inter_region,
+        "relay_lambda": u.function_gb
+        * u.relay_seconds_per_minute
+        * relay_invocations
+        * p.usd_per_gb_second_lambda_arm64,
+        "purge_lambda": u.function_gb * SECONDS_PER_MONTH * p.usd_per_gb_second_lambda_arm64,
+        "lambda_requests": (purge_invocations + relay_invocations) / 1e6 * p.usd_per_million_lambda_requests,
+        "purge_loop_transitions": purge_invocations
+        * u.transitions_per_purge_invocation
+        / 1000
+        * p.usd_per_thousand_state_transitions,
+        "copies_inter_region_transfer": messages * u.message_bytes / 1e9 * p.usd_per_gb_inter_region,
+        "cloudwatch_metrics_alarms_dashboards": u.custom_metrics * p.usd_per_custom_metric_month
+        + u.alarm_metrics * p.usd_per_alarm_metric_month
+        + u.dashboards * p.usd_per_dashboard_month,
+        "secrets": u.secrets * p.usd_per_secret_month,
+        "reconcile_export": u.reconcile_runs_per_month * table_gb * p.usd_per_gb_export,
+        "reconcile_glue": u.reconcile_runs_per_month * u.glue_dpu_hours_per_run * p.usd_per_dpu_hour_glue,
+    }
+    rounded = {name: round(value, 2) for name, value in lines.items()}
+    return {
+        "rate_msgs_per_s": rate,
+        "usd_per_month": rounded,
+        "total_usd_per_month": round(sum(lines.values()), 2),
+        "purge_loop_usd_per_day": round(lines["purge_loop_transitions"] / 30, 3),
+    }
+
+
+def load_prices(path: Path | None) -> Prices:
+    if path is None:
+        return Prices()
+    given = json.loads(path.read_text(encoding="utf-8"))
+    known = {f.name for f in fields(Prices)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown price names {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    return Prices(**given)
+
+
+def report(rates: list[float], prices: Prices) -> dict[str, Any]:
+    return {"estimates": [monthly_cost(rate, prices) for rate in rates], "prices_used": asdict(prices)}
