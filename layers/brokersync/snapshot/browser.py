@@ -1,0 +1,106 @@
+"""Browsing a queue as a stream of small records.
+
+A STOMP browser subscription (``browser: true``) is ActiveMQ's one read with no side effect:
+nothing is delivered, acked or redelivered, so the redelivery counters the purge invariant
+watches stay as they were. Frames are turned into :class:`SnapshotLine` as they arrive and
+the bodies dropped at once, so memory holds lines, not messages. ActiveMQ returns at most
+the queue policy's ``maxBrowsePageSize`` messages (400 unless raised): the DR role's
+rendered policy raises it (``tuning.dr.max_browse_page_size``), and a browse that returns
+exactly that many is reported as possibly truncated rather than passed off as complete.
+"""
+
+from __future__ import annotations
+
+import queue as queue_mod
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import stomp
+
+from brokersync.broker.inbox import DISCONNECTED, FrameInbox
+from brokersync.broker.stomp import StompConnector
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.topology import Queue
+
+
+@dataclass(frozen=True)
+class SnapshotLine:
+    """One message on a queue, as the reconciliation reads it (a JSON line)."""
+
+    queue: str
+    key: str
+    message_id: str
+    correlation_id: str
+    timestamp: int
+    broker_in_time: int
+    size: int
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def snapshot_line(queue: Queue, frame: stomp.utils.Frame) -> SnapshotLine:
+    """The line for one browsed frame; ``key`` is what the ledger records for this queue."""
+    headers = frame.headers
+    message_id = headers.get("message-id", "")
+    correlation_id = headers.get("correlation-id", "")
+    key = correlation_id if queue.sync_key == "correlation-id" else message_id
+    if not key and queue.message_id_fallback:
+        key = message_id
+    body = frame.body
+    size = len(body.encode("utf-8")) if isinstance(body, str) else len(body or b"")
+    return SnapshotLine(
+        queue=queue.name,
+        key=key,
+        message_id=message_id,
+        correlation_id=correlation_id,
+        timestamp=_int(headers.get("timestamp")),
+        broker_in_time=_int(headers.get("brokerInTime")),
+        size=size,
+    )
+
+
+class QueueBrowser:
+    """Browse one queue at a time on one broker, yielding lines in queue order."""
+
+    def __init__(self, connector: StompConnector, idle_timeout_s: float = 30.0, prefetch: int = 500) -> None:
+        self.connector = connector
+        self.idle_timeout_s = idle_timeout_s
+        self.prefetch = prefetch
+
+    def lines(self, queue: Queue) -> Iterator[SnapshotLine]:
+        inbox = FrameInbox()
+        connection = self.connector.connect(inbox, name=f"brokersync-snapshot-{queue.name}")
+        try:
+            connection.subscribe(
+                f"/queue/{queue.name}",
+                id="snapshot",
+                ack="auto",
+                headers={"browser": "true", "activemq.prefetchSize": str(self.prefetch)},
+            )
+            while True:
+                try:
+                    item = inbox.frames.get(timeout=self.idle_timeout_s)
+                except queue_mod.Empty as e:
+                    raise BrokerUnavailableError(
+                        f"browsing {queue.name}: no frame for {self.idle_timeout_s:.0f}s and no end of browse"
+                    ) from e
+                if item is DISCONNECTED:
+                    raise BrokerUnavailableError(f"browsing {queue.name}: the broker closed the connection")
+                frame: stomp.utils.Frame = item  # type: ignore[assignment]
+                if frame.headers.get("browser") == "end":
+                    return
+                yield snapshot_line(queue, frame)
+        finally:
+            try:
+                connection.disconnect()
+            except (stomp.exception.StompException, OSError):
+                time.sleep(0)  # the broker went away first; nothing is left to release
