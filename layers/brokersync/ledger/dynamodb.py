@@ -7,6 +7,7 @@ after that. Errors are classified by the botocore error code, never by message t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -64,6 +65,9 @@ class LedgerItem(Model):
     expired = NumberAttribute(null=True)
     observed_at_ms = NumberAttribute(null=True)
     reported_lost = NumberAttribute(null=True)
+    #: Marks items: when marks were last added (ms). The reconciliation's consume-to-purge lag
+    #: is measured against it, an upper bound per key that costs no extra item.
+    pt = NumberAttribute(null=True)
     expires_at = TTLAttribute(null=True)
 
 
@@ -178,7 +182,10 @@ class DynamoDBBackend(TableBackend, AuditBackend):
     def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:
         pk, sk = f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}"
         item = self.model(pk, sk)
-        actions: list[Any] = [self.model.expires_at.set(_expiry(expires_at))]
+        actions: list[Any] = [
+            self.model.expires_at.set(_expiry(expires_at)),
+            self.model.pt.set(int(time.time() * 1000)),
+        ]
         for attribute, values in (
             (self.model.pu, marks.purged.ulids),
             (self.model.pm, marks.purged.message_ids),
