@@ -33,7 +33,7 @@ $(STAMP_DEB):
 $(STAMP_VENV): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark]'
 	@touch $@
 
 $(STAMP_SAM):

@@ -1,0 +1,567 @@
+"""Reconcile the ledger with what is really on the brokers (PySpark; AWS Glue 5 or local[2]).
+
+Inputs: a DynamoDB export of the ledger table (DYNAMODB_JSON, gzipped), the DR broker's queue
+snapshot (``functions/snapshot_queues``: ``<prefix>/<queue>/part-*.jsonl.gz``), and optionally
+the primary's. Outputs under ``--out``:
+
+* ``purge_list/`` (Parquet): messages on the DR broker that were consumed on the primary:
+  ``reason = "ledger"`` when the ledger records the consume; ``reason = "gone_from_primary"``
+  when, with a complete primary snapshot, the message is no longer on the primary although it
+  was produced well before that snapshot: consumed, expired, moved to a DLQ or deleted there
+  without an advisory reaching the ledger (the cases advisories miss);
+* ``missing/`` (Parquet): consumed per the ledger, never removed from DR (not marked purged),
+  not on the DR broker and not on the primary: copies that never arrived, or left DR some
+  other way;
+* ``summary/`` (Parquet) and ``summary.json``: per queue counts and consume-to-purge lag
+  percentiles (an upper bound per key: a marks item records when marks were last added);
+* ``report.html``: the summary with plots (inline SVG).
+
+``--repair`` then records the purge list in the ledger as pending keys (``Ledger.add_pending``),
+so the purge loop removes them. The one invariant holds here too: a message still on the
+primary is never listed, and ``gone_from_primary`` is only concluded from a primary snapshot
+whose manifest says it is complete for that queue (a browse cut at the page limit would make
+unconsumed messages look gone).
+
+Why the reading is done the way it is (where Spark's time went): an export is mostly JSON
+text. Lines are read as text, cheap prefix tests drop pointer and audit items before any
+parsing, ``from_json`` parses only the attributes used with an explicit schema (no inference
+pass), and ULIDs are decoded from their 16 bytes with SQL string functions (no Python UDF,
+no serialization to Python workers). Reading the export folder itself returns 0 rows without
+error (Spark does not recurse into ``AWSDynamoDB/<id>/data/``), so paths are always resolved
+to an explicit glob, and a glob that matches nothing is an error, not an empty result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 (Spark's own convention)
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+EXPORT_GLOB = "AWSDynamoDB/*/data/*.json.gz"
+SNAPSHOT_GLOB = "*/part-*.jsonl.gz"
+#: A message produced less than this before the primary snapshot may still be on its way: never "gone".
+DEFAULT_GONE_MARGIN_S = 300
+
+
+class ReconcileInputError(ValueError):
+    """An input path that would silently read nothing, or a snapshot that cannot be trusted."""
+
+
+def _s() -> StructType:
+    return StructType([StructField("S", StringType())])
+
+
+def _set(kind: str) -> StructType:
+    return StructType([StructField(kind, ArrayType(StringType()))])
+
+
+#: Only the attributes the reconciliation uses; everything else in a line is skipped unparsed.
+ITEM_SCHEMA = StructType(
+    [
+        StructField(
+            "Item",
+            StructType(
+                [
+                    StructField("pk", _s()),
+                    StructField("sk", _s()),
+                    StructField("u", _set("BS")),
+                    StructField("m", _set("SS")),
+                    StructField("mp", _set("SS")),
+                    StructField("pu", _set("BS")),
+                    StructField("pm", _set("SS")),
+                    StructField("xu", _set("BS")),
+                    StructField("xm", _set("SS")),
+                    StructField("pt", StructType([StructField("N", StringType())])),
+                ]
+            ),
+        )
+    ]
+)
+
+SNAPSHOT_SCHEMA = StructType(
+    [
+        StructField("queue", StringType()),
+        StructField("key", StringType()),
+        StructField("message_id", StringType()),
+        StructField("correlation_id", StringType()),
+        StructField("timestamp", LongType()),
+        StructField("broker_in_time", LongType()),
+        StructField("size", LongType()),
+        StructField("_corrupt_record", StringType()),
+    ]
+)
+
+
+# -- paths ------------------------------------------------------------------------------------------
+def _glob_status(spark: SparkSession, pattern: str) -> list[str]:
+    """Files matching ``pattern`` through Hadoop's file system (local paths and s3:// alike)."""
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(pattern)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    found = fs.globStatus(path)
+    return sorted(str(s.getPath().toString()) for s in found or [] if s.isFile())
+
+
+def _is_pattern_or_file(path: str) -> bool:
+    return any(c in path for c in "*?[") or path.endswith((".json.gz", ".jsonl.gz", ".json", ".jsonl"))
+
+
+def export_files(spark: SparkSession, path: str) -> list[str]:
+    """The export's data files. A folder becomes the export glob; zero files is an error."""
+    path = path.rstrip("/")
+    if _is_pattern_or_file(path):
+        patterns = [path]
+    else:  # the export prefix, an AWSDynamoDB/<export id> folder, or its data folder
+        patterns = [f"{path}/{EXPORT_GLOB}", f"{path}/data/*.json.gz", f"{path}/*.json.gz"]
+    for pattern in patterns:
+        files = _glob_status(spark, pattern)
+        if files:
+            return files
+    raise ReconcileInputError(
+        f"no export data files under {path} (looked for {', '.join(patterns)}); reading the folder "
+        "itself would have returned 0 rows without an error"
+    )
+
+
+def snapshot_files(spark: SparkSession, path: str) -> list[str]:
+    """A snapshot's parts (an empty queue writes none, so zero parts is a legal, empty snapshot)."""
+    path = path.rstrip("/")
+    return _glob_status(spark, path if _is_pattern_or_file(path) else f"{path}/{SNAPSHOT_GLOB}")
+
+
+def snapshot_manifest(path: str) -> dict[str, Any] | None:
+    """The snapshot's ``_SUCCESS.json`` when the path is local (S3 manifests come through the CLI)."""
+    manifest = Path(path.removeprefix("file:")) / "_SUCCESS.json"
+    if manifest.exists():
+        return json.loads(manifest.read_text(encoding="utf-8"))
+    return None
+
+
+# -- the ledger export --------------------------------------------------------------------------------
+def ulid_from_element(binary: Column) -> Column:
+    """The 26-character ULID of an element's first 16 bytes, in SQL functions only.
+
+    128 bits are left-padded to 140 (35 hex digits), cut into 7 groups of 20 bits (5 hex
+    digits = 4 base-32 digits), each converted with ``conv``; the first 2 of the 28 base-32
+    digits are the padding. ``conv`` writes digits 0-9A-V; Crockford's alphabet skips I, L,
+    O and U, which ``translate`` maps in one pass.
+    """
+    hexed = F.concat(F.lit("000"), F.hex(F.substring(binary, 1, 16)))
+    groups = [F.lpad(F.conv(F.substring(hexed, 1 + 5 * i, 5), 16, 32), 4, "0") for i in range(7)]
+    return F.translate(F.substring(F.concat(*groups), 3, 26), "ABCDEFGHIJKLMNOPQRSTUV", "ABCDEFGHJKMNPQRSTVWXYZ")
+
+
+def read_export(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
+    """(items, malformed lines): capture and marks items parsed; pointer and audit items skipped."""
+    lines = spark.read.text(export_files(spark, path))
+    relevant = lines.filter(~F.col("value").contains('"pk":{"S":"Q#') & ~F.col("value").contains('"pk":{"S":"A#'))
+    parsed = relevant.select(F.col("value"), F.from_json("value", ITEM_SCHEMA).alias("j"))
+    kind = F.substring_index("j.Item.pk.S", "#", 1)
+    ours = kind.isin("C", "P")  # capture and marks items; other kinds are not read here
+    ok = F.col("j.Item.pk.S").isNotNull() & (~ours | F.col("j.Item.sk.S").rlike("^[0-9]+$"))
+    malformed = parsed.filter(~F.coalesce(ok, F.lit(False)) & (F.trim("value") != "")).select("value")
+    items = parsed.filter(ok & ours).select(
+        F.split("j.Item.pk.S", "#").alias("pk"),
+        F.col("j.Item.sk.S").cast("long").alias("bucket"),
+        F.col("j.Item.u.BS").alias("u"),
+        F.col("j.Item.m.SS").alias("m"),
+        F.col("j.Item.mp.SS").alias("mp"),
+        F.col("j.Item.pu.BS").alias("pu"),
+        F.col("j.Item.pm.SS").alias("pm"),
+        F.col("j.Item.xu.BS").alias("xu"),
+        F.col("j.Item.xm.SS").alias("xm"),
+        F.col("j.Item.pt.N").cast("long").alias("pt"),
+    )
+    items = items.select(
+        F.col("pk")[0].alias("kind"), F.col("pk")[1].alias("queue"), F.col("pk")[2].alias("shard"), "*"
+    ).drop("pk")
+    return items, malformed
+
+
+def captured_keys(items: DataFrame) -> DataFrame:
+    """(queue, shard, bucket, element, key, consumed_at_ms) for every element of every capture item."""
+    capture = items.filter(F.col("kind") == "C")
+    ulids = capture.select("queue", "shard", "bucket", F.explode("u").alias("element")).select(
+        "queue",
+        "shard",
+        "bucket",
+        "element",
+        ulid_from_element(F.unbase64("element")).alias("key"),
+        (F.col("bucket") + F.conv(F.hex(F.substring(F.unbase64("element"), 17, 2)), 16, 10).cast("long")).alias(
+            "consumed_at_ms"
+        ),
+    )
+    prefixes = F.expr(
+        "map_from_entries(transform(coalesce(mp, array()), e -> struct(substring_index(e, '|', 1) AS hash, "
+        "substring(e, instr(e, '|') + 1) AS prefix)))"
+    )
+    message_ids = (
+        capture.filter(F.col("m").isNotNull())
+        .select("queue", "shard", "bucket", prefixes.alias("prefixes"), F.explode("m").alias("element"))
+        .withColumn("compact", F.expr("substring(element, instr(element, '|') + 1)"))
+        .select(
+            "queue",
+            "shard",
+            "bucket",
+            "element",
+            F.concat(F.element_at("prefixes", F.substring("compact", 1, 8)), F.expr("substring(compact, 9)")).alias(
+                "key"
+            ),
+            (F.col("bucket") + F.substring_index("element", "|", 1).cast("long")).alias("consumed_at_ms"),
+        )
+    )
+    return ulids.unionByName(message_ids)
+
+
+def marked_elements(items: DataFrame) -> DataFrame:
+    """(queue, shard, bucket, element, status, purged_at_ms) from the marks items."""
+    marks = items.filter(F.col("kind") == "P")
+    parts = [
+        marks.select("queue", "shard", "bucket", F.explode(column).alias("element"), "pt").withColumn(
+            "status", F.lit(status)
+        )
+        for column, status in (("pu", "purged"), ("pm", "purged"), ("xu", "missing"), ("xm", "missing"))
+    ]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    return union.withColumnRenamed("pt", "purged_at_ms")
+
+
+def consumed(items: DataFrame) -> DataFrame:
+    """One row per (queue, key): first consume, and purged / missing / pending with the purge time."""
+    keys = captured_keys(items).join(marked_elements(items), ["queue", "shard", "bucket", "element"], "left")
+    rank = F.when(F.col("status") == "purged", 2).when(F.col("status") == "missing", 1).otherwise(0)
+    grouped = keys.groupBy("queue", "key").agg(
+        F.min("consumed_at_ms").alias("consumed_at_ms"),
+        F.max(rank).alias("rank"),
+        F.max("purged_at_ms").alias("purged_at_ms"),
+        F.count(F.lit(1)).alias("records"),
+    )
+    status = F.when(F.col("rank") == 2, "purged").when(F.col("rank") == 1, "missing").otherwise("pending")
+    return grouped.select("queue", "key", "consumed_at_ms", status.alias("status"), "purged_at_ms", "records")
+
+
+# -- snapshots ------------------------------------------------------------------------------------------
+def read_snapshot(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
+    """(messages, malformed lines) of a snapshot; ``key`` falls back to correlation id, then message id."""
+    files = snapshot_files(spark, path)
+    if not files:
+        empty = spark.createDataFrame([], SNAPSHOT_SCHEMA)
+        return empty.drop("_corrupt_record"), empty.select(F.col("_corrupt_record").alias("value"))
+    raw = (
+        spark.read.schema(SNAPSHOT_SCHEMA)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt_record")
+        .json(files)
+    )
+    raw = raw.cache()  # Spark refuses queries on the corrupt-record column of an uncached JSON read
+    def present(name: str) -> Column:
+        return F.when(F.col(name) != "", F.col(name))
+
+    key = F.coalesce(present("key"), present("correlation_id"), present("message_id"))
+    bad = F.col("_corrupt_record").isNotNull() | F.col("queue").isNull() | key.isNull()
+    fields = [c for c in raw.columns if c != "_corrupt_record"]
+    malformed = raw.filter(bad).select(F.coalesce("_corrupt_record", F.to_json(F.struct(*fields))).alias("value"))
+    messages = raw.filter(~bad).withColumn("key", key).drop("_corrupt_record").dropDuplicates(["queue", "key"])
+    return messages, malformed
+
+
+# -- reconciliation ------------------------------------------------------------------------------------
+@dataclass
+class Inputs:
+    export: str
+    snapshot: str
+    primary_snapshot: str | None = None
+    gone_margin_s: int = DEFAULT_GONE_MARGIN_S
+
+
+def _trusted_primary_queues(primary_manifest: dict[str, Any] | None) -> tuple[set[str], int | None]:
+    """Queues whose primary snapshot is complete, and when it started (ms)."""
+    if not primary_manifest:
+        return set(), None
+    cut = set(primary_manifest.get("possibly_truncated", []))
+    return {q for q in primary_manifest.get("lines", {}) if q not in cut}, int(primary_manifest["started_ms"])
+
+
+def reconcile(spark: SparkSession, inputs: Inputs, primary_manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every output as a DataFrame (and the malformed counts), not yet written."""
+    items, export_malformed = read_export(spark, inputs.export)
+    ledger = consumed(items).cache()
+    dr, dr_malformed = read_snapshot(spark, inputs.snapshot)
+    dr = dr.cache()
+    on_dr = dr.select("queue", "key", "timestamp", "broker_in_time")
+    by_ledger = on_dr.join(ledger.select("queue", "key", "consumed_at_ms", "status"), ["queue", "key"]).withColumn(
+        "reason", F.lit("ledger")
+    )
+    purge_list = by_ledger.select("queue", "key", "consumed_at_ms", "status", "reason")
+    missing = ledger.filter(F.col("status") != "purged").join(on_dr, ["queue", "key"], "left_anti")
+    primary_malformed = None
+    primary = None
+    if inputs.primary_snapshot:
+        primary, primary_malformed = read_snapshot(spark, inputs.primary_snapshot)
+        primary = primary.cache()
+        missing = missing.join(primary.select("queue", "key"), ["queue", "key"], "left_anti")
+        trusted, started_ms = _trusted_primary_queues(primary_manifest)
+        if trusted and started_ms is not None:
+            gone = (
+                on_dr.filter(F.col("queue").isin(sorted(trusted)))
+                .filter(F.col("timestamp") < F.lit(started_ms - inputs.gone_margin_s * 1000))
+                .join(ledger.select("queue", "key"), ["queue", "key"], "left_anti")
+                .join(primary.select("queue", "key"), ["queue", "key"], "left_anti")
+                .select(
+                    "queue",
+                    "key",
+                    F.lit(None).cast("long").alias("consumed_at_ms"),
+                    F.lit("unrecorded").alias("status"),
+                    F.lit("gone_from_primary").alias("reason"),
+                )
+            )
+            purge_list = purge_list.unionByName(gone)
+    purge_list = purge_list.cache()
+    missing = missing.select("queue", "key", "consumed_at_ms", "status").cache()
+    summary = per_queue_summary(ledger, dr, purge_list, missing, primary)
+    return {
+        "ledger": ledger,
+        "purge_list": purge_list,
+        "missing": missing,
+        "summary": summary,
+        "malformed": {
+            "export": export_malformed.count(),
+            "snapshot": dr_malformed.count(),
+            "primary_snapshot": primary_malformed.count() if primary_malformed is not None else None,
+        },
+        "malformed_examples": [r.value[:200] for r in export_malformed.limit(5).collect()]
+        + [r.value[:200] for r in dr_malformed.limit(5).collect()],
+    }
+
+
+def per_queue_summary(
+    ledger: DataFrame, dr: DataFrame, purge_list: DataFrame, missing: DataFrame, primary: DataFrame | None
+) -> DataFrame:
+    lag_s = (F.col("purged_at_ms") - F.col("consumed_at_ms")) / 1000.0
+    ledger_counts = ledger.groupBy("queue").agg(
+        F.count(F.lit(1)).alias("consumed"),
+        F.sum(F.when(F.col("status") == "purged", 1).otherwise(0)).alias("purged"),
+        F.sum(F.when(F.col("status") == "pending", 1).otherwise(0)).alias("pending"),
+        F.sum(F.when(F.col("status") == "missing", 1).otherwise(0)).alias("marked_missing"),
+        F.sum(F.when(F.col("records") > 1, 1).otherwise(0)).alias("recorded_more_than_once"),
+        F.percentile_approx(F.when(F.col("status") == "purged", lag_s), [0.5, 0.9, 0.99], 1000).alias("lag"),
+    )
+    frames = [
+        ledger_counts,
+        dr.groupBy("queue").agg(F.count(F.lit(1)).alias("on_dr")),
+        purge_list.groupBy("queue").agg(
+            F.sum(F.when(F.col("reason") == "ledger", 1).otherwise(0)).alias("duplicates_at_risk"),
+            F.sum(F.when(F.col("reason") == "gone_from_primary", 1).otherwise(0)).alias("gone_from_primary"),
+        ),
+        missing.groupBy("queue").agg(F.count(F.lit(1)).alias("missing")),
+    ]
+    if primary is not None:
+        frames.append(primary.groupBy("queue").agg(F.count(F.lit(1)).alias("on_primary")))
+    summary = frames[0]
+    for frame in frames[1:]:
+        summary = summary.join(frame, "queue", "full_outer")
+    counts = [c for c in summary.columns if c not in ("queue", "lag")]
+    return summary.select(
+        "queue",
+        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in counts],
+        F.col("lag")[0].alias("lag_p50_s"),
+        F.col("lag")[1].alias("lag_p90_s"),
+        F.col("lag")[2].alias("lag_p99_s"),
+    ).orderBy("queue")
+
+
+TOTALS = (
+    "consumed",
+    "purged",
+    "pending",
+    "marked_missing",
+    "on_dr",
+    "duplicates_at_risk",
+    "gone_from_primary",
+    "missing",
+)
+
+
+# -- outputs --------------------------------------------------------------------------------------------
+def write_outputs(result: dict[str, Any], out: str, inputs: Inputs) -> dict[str, Any]:
+    result["purge_list"].coalesce(4).write.mode("overwrite").parquet(f"{out}/purge_list")
+    result["missing"].coalesce(4).write.mode("overwrite").parquet(f"{out}/missing")
+    result["summary"].coalesce(1).write.mode("overwrite").parquet(f"{out}/summary")
+    queues = [row.asDict() for row in result["summary"].collect()]
+    lags = (
+        result["ledger"]
+        .filter(F.col("status") == "purged")
+        .select(((F.col("purged_at_ms") - F.col("consumed_at_ms")) / 1000.0).alias("lag_s"))
+        .select(F.least(F.floor("lag_s"), F.lit(60)).alias("second"))
+        .groupBy("second")
+        .count()
+        .orderBy("second")
+        .collect()
+    )
+    summary = {
+        "inputs": {"export": inputs.export, "snapshot": inputs.snapshot, "primary_snapshot": inputs.primary_snapshot},
+        "totals": {name: sum(int(q.get(name) or 0) for q in queues) for name in TOTALS},
+        "malformed_lines": result["malformed"],
+        "malformed_examples": result["malformed_examples"],
+        "queues": queues,
+        "lag_histogram_s": {int(r.second): int(r["count"]) for r in lags if r.second is not None},
+    }
+    text = json.dumps(summary, indent=2, default=str)
+    _write_text(out, "summary.json", text)
+    _write_text(out, "report.html", render_html(summary))
+    return summary
+
+
+def _write_text(out: str, name: str, text: str) -> None:
+    if out.startswith("s3://"):
+        import boto3  # noqa: PLC0415 (only under Glue)
+
+        bucket, _, prefix = out.removeprefix("s3://").partition("/")
+        boto3.client("s3").put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{name}", Body=text.encode())
+        return
+    path = Path(out.removeprefix("file:")) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _bars(values: dict[str, int], title: str, width: int = 560, bar_h: int = 22) -> str:
+    peak = max(values.values(), default=0) or 1
+    rows = []
+    for i, (label, value) in enumerate(values.items()):
+        w = int((width - 220) * value / peak)
+        y = 30 + i * (bar_h + 6)
+        rows.append(
+            f'<text x="0" y="{y + 15}" font-size="12">{html.escape(label)}</text>'
+            f'<rect x="200" y="{y}" width="{w}" height="{bar_h}" fill="#3b6ea5"/>'
+            f'<text x="{205 + w}" y="{y + 15}" font-size="12">{value:,}</text>'
+        )
+    height = 40 + len(values) * (bar_h + 6)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
+        f'<text x="0" y="16" font-size="14" font-weight="bold">{html.escape(title)}</text>{"".join(rows)}</svg>'
+    )
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    """The summary as one self-contained page (tables and inline SVG bar charts)."""
+    columns = ["queue", "consumed", "purged", "pending", "marked_missing", "on_dr", "duplicates_at_risk",
+               "gone_from_primary", "missing", "lag_p50_s", "lag_p90_s", "lag_p99_s"]  # fmt: skip
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(q.get(c, '')))}</td>" for c in columns) + "</tr>"
+        for q in summary["queues"]
+    )
+    totals = {k: int(v) for k, v in summary["totals"].items()}
+    histogram = {f"{s}{'+' if s == 60 else ''} s": n for s, n in summary["lag_histogram_s"].items()}
+    malformed = html.escape(json.dumps(summary["malformed_lines"]))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>BrokerSync reconciliation</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+table{{border-collapse:collapse}}</style></head><body>
+<h1>BrokerSync reconciliation</h1>
+<p>Export: {html.escape(str(summary["inputs"]["export"]))}
+<br>DR snapshot: {html.escape(str(summary["inputs"]["snapshot"]))}
+<br>Primary snapshot: {html.escape(str(summary["inputs"]["primary_snapshot"]))}</p>
+<p><b>Duplicates at risk</b> (on DR, already consumed): {totals["duplicates_at_risk"]:,} &middot;
+<b>gone from the primary without a ledger record</b>: {totals["gone_from_primary"]:,} &middot;
+<b>missing</b>: {totals["missing"]:,} &middot; malformed lines: {malformed}</p>
+<table><tr>{head}</tr>{body}</table>
+<h2>Counts</h2>{_bars(totals, "All queues")}
+<h2>Consume-to-purge lag</h2>{_bars(histogram, "Purged keys per second of lag (upper bound)")}
+</body></html>"""
+
+
+def repair(purge_list: DataFrame, table: str, region: str | None, host: str | None) -> int:
+    """Record the purge list in the ledger as pending keys (needs the brokersync package)."""
+    from brokersync.ledger import dynamodb_ledger  # noqa: PLC0415 (only in repair mode)
+
+    ledger = dynamodb_ledger(table, region=region, host=host)
+    written = 0
+    batch: dict[str, list[tuple[str, int]]] = {}
+    for row in purge_list.select("queue", "key").toLocalIterator():
+        batch.setdefault(row.queue, []).append((row.key, 0))
+        if len(batch[row.queue]) >= 500:
+            written += len(batch[row.queue])
+            ledger.add_pending(row.queue, batch.pop(row.queue))
+    for queue, entries in batch.items():
+        ledger.add_pending(queue, entries)
+        written += len(entries)
+    return written
+
+
+# -- entry points ---------------------------------------------------------------------------------------
+def spark_session(master: str | None = "local[2]", app: str = "brokersync-reconcile") -> SparkSession:
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = (
+            builder.master(master)
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run(
+    spark: SparkSession, inputs: Inputs, out: str, *, repair_table: str | None = None, **ledger: str | None
+) -> dict[str, Any]:
+    manifest = snapshot_manifest(inputs.primary_snapshot) if inputs.primary_snapshot else None
+    result = reconcile(spark, inputs, manifest)
+    summary = write_outputs(result, out, inputs)
+    if repair_table:
+        summary["repaired"] = repair(result["purge_list"], repair_table, ledger.get("region"), ledger.get("host"))
+        _write_text(out, "summary.json", json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def _glue_args(argv: list[str]) -> dict[str, str]:
+    from awsglue.utils import getResolvedOptions  # noqa: PLC0415 (only under Glue)
+
+    options = getResolvedOptions(argv, ["export", "snapshot", "out"])
+    optional = [a.lstrip("-") for a in argv if a.lstrip("-") in ("primary_snapshot", "gone_margin_s")]
+    if optional:
+        options.update(getResolvedOptions(argv, optional))
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv if argv is None else argv
+    if any(a.startswith("--JOB_NAME") for a in argv):  # AWS Glue passes its own arguments this way
+        options = _glue_args(argv)
+        inputs = Inputs(
+            options["export"],
+            options["snapshot"],
+            options.get("primary_snapshot") or None,
+            int(options.get("gone_margin_s") or DEFAULT_GONE_MARGIN_S),
+        )
+        summary = run(spark_session(master=None), inputs, options["out"])
+    else:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("--export", required=True)
+        parser.add_argument("--snapshot", required=True)
+        parser.add_argument("--primary-snapshot")
+        parser.add_argument("--out", required=True)
+        parser.add_argument("--gone-margin-s", type=int, default=DEFAULT_GONE_MARGIN_S)
+        args = parser.parse_args(argv[1:])
+        inputs = Inputs(args.export, args.snapshot, args.primary_snapshot, args.gone_margin_s)
+        summary = run(spark_session(), inputs, args.out)
+    sys.stdout.write(json.dumps(summary["totals"]) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
