@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_job() -> ModuleType:
-    """jobs/reconcile/reconcile.py, loaded from its path as AWS Glue loads a script."""
-    spec = importlib.util.spec_from_file_location("reconcile_job", ROOT / "jobs" / "reconcile" / "reconcile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
-    return module
+from brokersync_cli.reconcile import load_job
 
 
 @pytest.fixture(scope="session")
 def job() -> ModuleType:
+    """jobs/reconcile/reconcile.py, loaded from its path as AWS Glue loads a script."""
     return load_job()
 
 

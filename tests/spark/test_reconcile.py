@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,3 +208,32 @@ def test_gzip_parts_are_what_the_snapshot_function_writes(world: Any) -> None:
     part = world[0].dr / "ORDERS" / "part-00000.jsonl.gz"
 
     assert gzip.decompress(part.read_bytes()).decode().count("\n") == 12
+
+
+def test_the_cli_runs_the_job_on_local_2_and_prints_its_totals(world: Any, tmp_path: Path, project_root: Path) -> None:
+    w = world[0]
+    out = tmp_path / "cli"
+
+    done = subprocess.run(
+        [sys.executable, "-m", "brokersync_cli.main", "reconcile", "--export", str(w.export), "--snapshot", str(w.dr),
+         "--primary-snapshot", str(w.primary), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=project_root,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert printed["totals"]["duplicates_at_risk"] == 4
+    assert (out / "report.html").exists()
+
+
+def test_the_cli_names_an_export_path_that_would_read_nothing(tmp_path: Path, project_root: Path) -> None:
+    (tmp_path / "dr").mkdir()
+
+    done = subprocess.run(
+        [sys.executable, "-m", "brokersync_cli.main", "reconcile", "--export", str(tmp_path), "--snapshot",
+         str(tmp_path / "dr"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, check=False, cwd=project_root,
+    )  # fmt: skip
+
+    assert done.returncode == 2
+    assert "no export data files under" in done.stderr

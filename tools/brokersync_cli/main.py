@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
+from brokersync_cli import reconcile
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     burst.set_defaults(func=_cmd_copy_burst)
 
     _add_demo_and_drill(sub)
+    reconcile.add_parser(sub)
 
     cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
     cost.add_argument("--rate", type=float, action="append", help="msg/s (repeatable; default 100 and 1000)")
