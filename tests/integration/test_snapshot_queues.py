@@ -39,7 +39,7 @@ def test_every_message_on_a_synced_queue_becomes_one_line_keyed_as_the_ledger_ke
 
     lines = _lines(store, "ORDERS")
     assert sorted(line["key"] for line in lines) == sorted(keys)
-    assert all(line["size"] == len(f"body {line['key']}") and line["broker_in_time"] > 0 for line in lines)
+    assert all(line["size"] == len(f"body {line['key']}") and line["timestamp"] > 0 for line in lines)
     assert report.lines == {"ORDERS": 25, "PAYMENTS": 0}
     assert json.loads(store["snap/1/dr/_SUCCESS.json"])["lines"]["ORDERS"] == 25
 

@@ -33,7 +33,8 @@ class SnapshotLine:
     message_id: str
     correlation_id: str
     timestamp: int
-    broker_in_time: int
+    #: ActiveMQ's STOMP frames carry no brokerInTime header; None unless a broker sends one.
+    broker_in_time: int | None
     size: int
 
     def as_dict(self) -> dict[str, object]:
@@ -63,7 +64,7 @@ def snapshot_line(queue: Queue, frame: stomp.utils.Frame) -> SnapshotLine:
         message_id=message_id,
         correlation_id=correlation_id,
         timestamp=_int(headers.get("timestamp")),
-        broker_in_time=_int(headers.get("brokerInTime")),
+        broker_in_time=_int(headers["brokerInTime"]) if "brokerInTime" in headers else None,
         size=size,
     )
 
