@@ -138,7 +138,17 @@ def snapshot_files(spark: SparkSession, path: str) -> list[str]:
 
 
 def snapshot_manifest(path: str) -> dict[str, Any] | None:
-    """The snapshot's ``_SUCCESS.json`` when the path is local (S3 manifests come through the CLI)."""
+    """The snapshot's ``_SUCCESS.json`` (written last, so its absence means "incomplete")."""
+    if path.startswith("s3://"):
+        import boto3  # noqa: PLC0415 (only under Glue)
+
+        bucket, _, prefix = path.removeprefix("s3://").partition("/")
+        client = boto3.client("s3")
+        try:
+            body = client.get_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/_SUCCESS.json")["Body"].read()
+        except client.exceptions.NoSuchKey:
+            return None
+        return json.loads(body)
     manifest = Path(path.removeprefix("file:")) / "_SUCCESS.json"
     if manifest.exists():
         return json.loads(manifest.read_text(encoding="utf-8"))
@@ -264,6 +274,7 @@ def read_snapshot(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]
         .json(files)
     )
     raw = raw.cache()  # Spark refuses queries on the corrupt-record column of an uncached JSON read
+
     def present(name: str) -> Column:
         return F.when(F.col(name) != "", F.col(name))
 

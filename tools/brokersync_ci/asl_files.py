@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from brokersync.ledger.schema import load_template
-from brokersync_local.template_model import state_machines, substituted_definition
+from brokersync_local.template_model import default_refs, state_machines, substituted_definition
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_ARN = "arn:aws:lambda:us-east-1:111122223333:function:brokersync-{}"
@@ -21,8 +21,10 @@ EXAMPLE_ARN = "arn:aws:lambda:us-east-1:111122223333:function:brokersync-{}"
 def write_definitions(out: Path, template_path: Path = ROOT / "template.yaml") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for logical_id, properties in state_machines(load_template(template_path)).items():
-        definition = substituted_definition(properties, template_path.parent, EXAMPLE_ARN.format)
+    template = load_template(template_path)
+    refs = default_refs(template, "us-east-1", "111122223333", "brokersync")
+    for logical_id, properties in state_machines(template).items():
+        definition = substituted_definition(properties, template_path.parent, EXAMPLE_ARN.format, refs)
         path = out / f"{logical_id}.asl.json"
         path.write_text(json.dumps(definition, indent=2), encoding="utf-8")
         written.append(path)

@@ -25,7 +25,7 @@ import yaml
 from brokersync.ledger.schema import create_ledger_table, load_template
 from brokersync.render import render_configuration
 from brokersync.topology import Topology
-from brokersync_local.template_model import called_functions, state_machines, substituted_definition
+from brokersync_local.template_model import called_functions, default_refs, state_machines, substituted_definition
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -134,8 +134,9 @@ def deploy(
         )
         arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
     created: dict[str, str] = {}
+    refs = default_refs(template, region, "123456789012", "local") | {"LedgerTableName": LEDGER_TABLE}
     for logical_id, properties in machines.items():
-        definition = json.dumps(substituted_definition(properties, ROOT, arns.__getitem__))
+        definition = json.dumps(substituted_definition(properties, ROOT, arns.__getitem__, refs))
         created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
         if created[logical_id] != machine_arns[logical_id]:
             raise RuntimeError(f"moto named {logical_id} {created[logical_id]}, expected {machine_arns[logical_id]}")

@@ -44,14 +44,45 @@ def called_functions(template: dict[str, Any]) -> set[str]:
     }
 
 
+def resolve(value: Any, resolve_get_att: Callable[[str], str], refs: dict[str, str]) -> str:
+    """A substitution value as CloudFormation resolves it: ``!GetAtt X.Arn``, ``!Ref X``, ``!Sub "..."``.
+
+    ``refs`` answers ``!Ref`` and ``${...}`` names: pseudo parameters, parameters, resources.
+    """
+    if target := get_att_target(value):
+        return resolve_get_att(target)
+    if isinstance(value, dict) and "Ref" in value:
+        return refs[value["Ref"]]
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        text = value["Fn::Sub"]
+        if not isinstance(text, str):
+            raise TemplateModelError(f"only the one-argument form of !Sub is supported here: {value}")
+        return _PLACEHOLDER.sub(lambda m: refs[m.group(1)], text)
+    if isinstance(value, dict):
+        raise TemplateModelError(f"cannot resolve {value} outside CloudFormation")
+    return str(value)
+
+
+def default_refs(template: dict[str, Any], region: str, account: str, stack: str) -> dict[str, str]:
+    """Pseudo parameters, parameter defaults, and a stack-scoped name for every resource."""
+    refs = {"AWS::Region": region, "AWS::AccountId": account, "AWS::Partition": "aws", "AWS::StackName": stack}
+    for name, spec in template.get("Parameters", {}).items():
+        refs[name] = str(spec.get("Default", f"<{name}>"))
+    for logical_id in template["Resources"]:
+        refs.setdefault(logical_id, f"brokersync-{logical_id.lower()}-{stack}")
+    return refs
+
+
 def substituted_definition(
-    properties: dict[str, Any], root: Path, resolve_get_att: Callable[[str], str]
+    properties: dict[str, Any],
+    root: Path,
+    resolve_get_att: Callable[[str], str],
+    refs: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The definition as Step Functions receives it; every placeholder must have a substitution."""
     text = (root / properties["DefinitionUri"]).read_text(encoding="utf-8")
     for key, value in properties.get("DefinitionSubstitutions", {}).items():
-        target = get_att_target(value)
-        text = text.replace(f"${{{key}}}", resolve_get_att(target) if target else str(value))
+        text = text.replace(f"${{{key}}}", resolve(value, resolve_get_att, refs or {}))
     left = sorted(set(_PLACEHOLDER.findall(text)))
     if left:
         raise TemplateModelError(f"{properties['DefinitionUri']}: no DefinitionSubstitutions for {', '.join(left)}")

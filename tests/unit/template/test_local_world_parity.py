@@ -22,6 +22,7 @@ from brokersync_local.ports import free_port
 from brokersync_local.template_model import (
     TemplateModelError,
     called_functions,
+    default_refs,
     state_machines,
     substituted_definition,
 )
@@ -68,10 +69,11 @@ def test_each_local_definition_is_the_template_asl_with_the_template_substitutio
     arns = {logical_id: lam.get_function(FunctionName=f"brokersync-{logical_id}")["Configuration"]["FunctionArn"]
             for logical_id in called_functions(template)}  # fmt: skip
 
+    refs = default_refs(template, REGION, "123456789012", "local") | {"LedgerTableName": LEDGER_TABLE}
     for logical_id, properties in state_machines(template).items():
         local = json.loads(sfn.describe_state_machine(stateMachineArn=machines[logical_id])["definition"])
 
-        assert local == substituted_definition(properties, project_root, arns.__getitem__), logical_id
+        assert local == substituted_definition(properties, project_root, arns.__getitem__, refs), logical_id
 
 
 def test_each_function_a_state_machine_calls_runs_the_handler_of_its_code_uri(

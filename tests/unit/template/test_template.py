@@ -152,3 +152,23 @@ def test_the_two_samconfig_environments_deploy_to_each_others_peer_region(projec
 
     assert _overrides(config["primary"])["PeerRegion"] == dr["region"]
     assert _overrides(config["dr"])["PeerRegion"] == primary["region"]
+
+
+def test_the_glue_job_runs_the_same_script_on_glue_5_which_is_spark_3_5_4(
+    template: dict[str, Any], project_root: Path
+) -> None:
+    job = template["Resources"]["ReconcileJob"]["Properties"]
+
+    assert (project_root / job["Command"]["ScriptLocation"]).exists()
+    assert job["GlueVersion"] == "5.0"
+    pyproject = (project_root / "pyproject.toml").read_text()
+    assert '"pyspark==3.5.4"' in pyproject
+
+
+def test_the_reconcile_state_machine_passes_the_arguments_the_job_reads(project_root: Path) -> None:
+    asl = json.loads(re.sub(r"\$\{[^}]+\}", "x", (project_root / "statemachines/reconcile.asl.json").read_text()))
+    job_script = (project_root / "jobs/reconcile/reconcile.py").read_text()
+
+    arguments = asl["States"]["RunReconcileJob"]["Parameters"]["Arguments"]
+    for name in (a.removesuffix(".$").removeprefix("--") for a in arguments):
+        assert f'"{name}"' in job_script, name
