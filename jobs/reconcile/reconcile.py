@@ -177,8 +177,14 @@ def read_export(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
     kind = F.substring_index("j.Item.pk.S", "#", 1)
     ours = kind.isin("C", "P")  # capture and marks items; other kinds are not read here
     ok = F.col("j.Item.pk.S").isNotNull() & (~ours | F.col("j.Item.sk.S").rlike("^[0-9]+$"))
-    malformed = parsed.filter(~F.coalesce(ok, F.lit(False)) & (F.trim("value") != "")).select("value")
-    items = parsed.filter(ok & ours).select(
+    # One parse pass serves both outputs: without the cache, counting malformed lines would
+    # read and parse the whole export a second time (JSON parsing is most of the job's time).
+    parsed = parsed.select(
+        F.when(~F.coalesce(ok, F.lit(False)) & (F.trim("value") != ""), F.col("value")).alias("bad"),
+        F.when(ok & ours, F.col("j")).alias("j"),
+    ).cache()
+    malformed = parsed.filter(F.col("bad").isNotNull()).select(F.col("bad").alias("value"))
+    items = parsed.filter(F.col("j").isNotNull()).select(
         F.split("j.Item.pk.S", "#").alias("pk"),
         F.col("j.Item.sk.S").cast("long").alias("bucket"),
         F.col("j.Item.u.BS").alias("u"),
