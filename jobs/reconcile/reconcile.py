@@ -202,65 +202,82 @@ def read_export(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
     return items, malformed
 
 
+def _with_status(elements: str, purged: str, missing: str) -> Column:
+    """An item's elements as (element, rank) structs: 2 purged, 1 given up on as missing, 0 pending.
+
+    Set operations on the two items' arrays (hash-based) instead of a join per element: the
+    only join is capture item to marks item, one row each per 250 ms bucket and shard.
+    """
+    empty = "CAST(array() AS array<string>)"
+    e, p, x = (f"coalesce({c}, {empty})" for c in (elements, purged, missing))
+    return F.expr(
+        f"concat(transform(array_intersect({e}, {p}), v -> struct(v AS element, 2 AS rank)), "
+        f"transform(array_except(array_intersect({e}, {x}), {p}), v -> struct(v AS element, 1 AS rank)), "
+        f"transform(array_except({e}, array_union({p}, {x})), v -> struct(v AS element, 0 AS rank)))"
+    )
+
+
+def item_elements(items: DataFrame) -> DataFrame:
+    """Capture items with their marks item's arrays and mark time (left join at item level)."""
+    keys = ["queue", "shard", "bucket"]
+    capture = items.filter(F.col("kind") == "C").select(*keys, "u", "m", "mp")
+    marks = items.filter(F.col("kind") == "P").select(*keys, "pu", "pm", "xu", "xm", F.col("pt").alias("purged_at_ms"))
+    return capture.join(marks, keys, "left")
+
+
 def captured_keys(items: DataFrame) -> DataFrame:
-    """(queue, shard, bucket, element, key, consumed_at_ms) for every element of every capture item."""
-    capture = items.filter(F.col("kind") == "C")
-    ulids = capture.select("queue", "shard", "bucket", F.explode("u").alias("element")).select(
-        "queue",
-        "shard",
-        "bucket",
-        "element",
-        ulid_from_element(F.unbase64("element")).alias("key"),
-        (F.col("bucket") + F.conv(F.hex(F.substring(F.unbase64("element"), 17, 2)), 16, 10).cast("long")).alias(
-            "consumed_at_ms"
-        ),
+    """(queue, bucket, key, consumed_at_ms, rank, purged_at_ms) for every element of every capture item."""
+    joined = item_elements(items)
+    ulids = (
+        joined.select("queue", "bucket", "purged_at_ms", F.explode(_with_status("u", "pu", "xu")).alias("x"))
+        .select("queue", "bucket", "purged_at_ms", "x.rank", F.unbase64("x.element").alias("raw"))
+        .select(
+            "queue",
+            ulid_from_element(F.col("raw")).alias("key"),
+            (F.col("bucket") + F.conv(F.hex(F.substring("raw", 17, 2)), 16, 10).cast("long")).alias("consumed_at_ms"),
+            "rank",
+            "purged_at_ms",
+        )
     )
     prefixes = F.expr(
         "map_from_entries(transform(coalesce(mp, array()), e -> struct(substring_index(e, '|', 1) AS hash, "
         "substring(e, instr(e, '|') + 1) AS prefix)))"
     )
     message_ids = (
-        capture.filter(F.col("m").isNotNull())
-        .select("queue", "shard", "bucket", prefixes.alias("prefixes"), F.explode("m").alias("element"))
+        joined.filter(F.col("m").isNotNull())
+        .select(
+            "queue",
+            "bucket",
+            "purged_at_ms",
+            prefixes.alias("prefixes"),
+            F.explode(_with_status("m", "pm", "xm")).alias("x"),
+        )
+        .select("queue", "bucket", "purged_at_ms", "prefixes", "x.rank", F.col("x.element").alias("element"))
         .withColumn("compact", F.expr("substring(element, instr(element, '|') + 1)"))
         .select(
             "queue",
-            "shard",
-            "bucket",
-            "element",
             F.concat(F.element_at("prefixes", F.substring("compact", 1, 8)), F.expr("substring(compact, 9)")).alias(
                 "key"
             ),
             (F.col("bucket") + F.substring_index("element", "|", 1).cast("long")).alias("consumed_at_ms"),
+            "rank",
+            "purged_at_ms",
         )
     )
     return ulids.unionByName(message_ids)
 
 
-def marked_elements(items: DataFrame) -> DataFrame:
-    """(queue, shard, bucket, element, status, purged_at_ms) from the marks items."""
-    marks = items.filter(F.col("kind") == "P")
-    parts = [
-        marks.select("queue", "shard", "bucket", F.explode(column).alias("element"), "pt").withColumn(
-            "status", F.lit(status)
-        )
-        for column, status in (("pu", "purged"), ("pm", "purged"), ("xu", "missing"), ("xm", "missing"))
-    ]
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    return union.withColumnRenamed("pt", "purged_at_ms")
-
-
 def consumed(items: DataFrame) -> DataFrame:
     """One row per (queue, key): first consume, and purged / missing / pending with the purge time."""
-    keys = captured_keys(items).join(marked_elements(items), ["queue", "shard", "bucket", "element"], "left")
-    rank = F.when(F.col("status") == "purged", 2).when(F.col("status") == "missing", 1).otherwise(0)
-    grouped = keys.groupBy("queue", "key").agg(
-        F.min("consumed_at_ms").alias("consumed_at_ms"),
-        F.max(rank).alias("rank"),
-        F.max("purged_at_ms").alias("purged_at_ms"),
-        F.count(F.lit(1)).alias("records"),
+    grouped = (
+        captured_keys(items)
+        .groupBy("queue", "key")
+        .agg(
+            F.min("consumed_at_ms").alias("consumed_at_ms"),
+            F.max("rank").alias("rank"),
+            F.max(F.when(F.col("rank") == 2, F.col("purged_at_ms"))).alias("purged_at_ms"),
+            F.count(F.lit(1)).alias("records"),
+        )
     )
     status = F.when(F.col("rank") == 2, "purged").when(F.col("rank") == 1, "missing").otherwise("pending")
     return grouped.select("queue", "key", "consumed_at_ms", status.alias("status"), "purged_at_ms", "records")
