@@ -166,7 +166,41 @@ def ulid_from_element(binary: Column) -> Column:
     """
     hexed = F.concat(F.lit("000"), F.hex(F.substring(binary, 1, 16)))
     groups = [F.lpad(F.conv(F.substring(hexed, 1 + 5 * i, 5), 16, 32), 4, "0") for i in range(7)]
-    return F.translate(F.substring(F.concat(*groups), 3, 26), "ABCDEFGHIJKLMNOPQRSTUV", "ABCDEFGHJKMNPQRSTVWXYZ")
+    return F.translate(F.substring(F.concat(*groups), 3, 26), CONV_DIGITS, CROCKFORD_DIGITS)
+
+
+CONV_DIGITS = "ABCDEFGHIJKLMNOPQRSTUV"
+CROCKFORD_DIGITS = "ABCDEFGHJKMNPQRSTVWXYZ"
+ULID_RE = "^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
+# Join keys are binary: b"U" + the ULID's 16 bytes, or b"M" + the message id in UTF-8. The
+# first byte keeps the two kinds apart; 17 bytes instead of a 26-character string makes the
+# 10M-key aggregation and joins cheaper, and only the keys that reach an output are turned
+# back into text (decoding every ledger element to a ULID string was a quarter of the job).
+ULID_TAG, MESSAGE_ID_TAG = b"U", b"M"
+
+
+def ulid_bytes(text: Column) -> Column:
+    """The 16 bytes of a (validated, upper-case) ULID string: the inverse of ``ulid_from_element``."""
+    digits = F.translate(text, CROCKFORD_DIGITS, CONV_DIGITS)
+    head = F.lpad(F.conv(F.substring(digits, 1, 2), 32, 16), 2, "0")  # 3 + 5 bits = 1 byte
+    groups = [F.lpad(F.conv(F.substring(digits, 3 + 4 * i, 4), 32, 16), 5, "0") for i in range(6)]
+    return F.unhex(F.concat(head, *groups))
+
+
+def join_key(text: Column) -> Column:
+    """A snapshot key (correlation or message id) as the ledger's binary join key."""
+    upper = F.upper(text)
+    return F.when(upper.rlike(ULID_RE), F.concat(F.lit(ULID_TAG), ulid_bytes(upper))).otherwise(
+        F.concat(F.lit(MESSAGE_ID_TAG), F.encode(text, "UTF-8"))
+    )
+
+
+def key_text(key_bin: Column) -> Column:
+    """A binary join key back as the text the purge and the operators use."""
+    body = F.substring(key_bin, 2, 1 << 20)
+    return F.when(F.substring(key_bin, 1, 1) == F.lit(ULID_TAG), ulid_from_element(body)).otherwise(
+        F.decode(body, "UTF-8")
+    )
 
 
 def read_export(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]:
@@ -226,14 +260,14 @@ def item_elements(items: DataFrame) -> DataFrame:
 
 
 def captured_keys(items: DataFrame) -> DataFrame:
-    """(queue, bucket, key, consumed_at_ms, rank, purged_at_ms) for every element of every capture item."""
+    """(queue, key_bin, consumed_at_ms, rank, purged_at_ms) for every element of every capture item."""
     joined = item_elements(items)
     ulids = (
         joined.select("queue", "bucket", "purged_at_ms", F.explode(_with_status("u", "pu", "xu")).alias("x"))
         .select("queue", "bucket", "purged_at_ms", "x.rank", F.unbase64("x.element").alias("raw"))
         .select(
             "queue",
-            ulid_from_element(F.col("raw")).alias("key"),
+            F.concat(F.lit(ULID_TAG), F.substring("raw", 1, 16)).alias("key_bin"),
             (F.col("bucket") + F.conv(F.hex(F.substring("raw", 17, 2)), 16, 10).cast("long")).alias("consumed_at_ms"),
             "rank",
             "purged_at_ms",
@@ -256,9 +290,13 @@ def captured_keys(items: DataFrame) -> DataFrame:
         .withColumn("compact", F.expr("substring(element, instr(element, '|') + 1)"))
         .select(
             "queue",
-            F.concat(F.element_at("prefixes", F.substring("compact", 1, 8)), F.expr("substring(compact, 9)")).alias(
-                "key"
-            ),
+            F.concat(
+                F.lit(MESSAGE_ID_TAG),
+                F.encode(
+                    F.concat(F.element_at("prefixes", F.substring("compact", 1, 8)), F.expr("substring(compact, 9)")),
+                    "UTF-8",
+                ),
+            ).alias("key_bin"),
             (F.col("bucket") + F.substring_index("element", "|", 1).cast("long")).alias("consumed_at_ms"),
             "rank",
             "purged_at_ms",
@@ -267,20 +305,50 @@ def captured_keys(items: DataFrame) -> DataFrame:
     return ulids.unionByName(message_ids)
 
 
-def consumed(items: DataFrame) -> DataFrame:
-    """One row per (queue, key): first consume, and purged / missing / pending with the purge time."""
-    grouped = (
-        captured_keys(items)
-        .groupBy("queue", "key")
-        .agg(
-            F.min("consumed_at_ms").alias("consumed_at_ms"),
-            F.max("rank").alias("rank"),
-            F.max(F.when(F.col("rank") == 2, F.col("purged_at_ms"))).alias("purged_at_ms"),
-            F.count(F.lit(1)).alias("records"),
-        )
+def _status() -> Column:
+    return F.when(F.col("rank") == 2, "purged").when(F.col("rank") == 1, "missing").otherwise("pending")
+
+
+def key_table(captured: DataFrame, dr: DataFrame, primary: DataFrame | None) -> DataFrame:
+    """One row per (queue, key) seen anywhere: in the ledger, on DR, on the primary.
+
+    The ledger's elements and the snapshots' messages are unioned and grouped once, instead of
+    grouping the ledger and then joining it with each snapshot: at 10M ledger keys the joins
+    shuffled and sorted the whole ledger again for every output. Every output and count is a
+    filter of this table.
+    """
+    null = {name: F.lit(None).cast(kind) for name, kind in (("long", "long"), ("int", "int"), ("str", "string"))}
+    ledger_rows = captured.select(
+        "queue", "key_bin", "consumed_at_ms", "rank", "purged_at_ms",
+        F.lit(1).alias("records"), null["str"].alias("dr_key"), null["long"].alias("dr_timestamp"),
+        F.lit(0).alias("dr"), F.lit(0).alias("pr"),
+    )  # fmt: skip
+
+    def snapshot_rows(frame: DataFrame, dr_flag: int) -> DataFrame:
+        return frame.select(
+            "queue", "key_bin", null["long"].alias("consumed_at_ms"), null["int"].alias("rank"),
+            null["long"].alias("purged_at_ms"), F.lit(0).alias("records"),
+            (F.col("key") if dr_flag else null["str"]).alias("dr_key"),
+            (F.col("timestamp") if dr_flag else null["long"]).alias("dr_timestamp"),
+            F.lit(dr_flag).alias("dr"), F.lit(1 - dr_flag).alias("pr"),
+        )  # fmt: skip
+
+    rows = ledger_rows.unionByName(snapshot_rows(dr, 1))
+    if primary is not None:
+        rows = rows.unionByName(snapshot_rows(primary, 0))
+    grouped = rows.groupBy("queue", "key_bin").agg(
+        F.min("consumed_at_ms").alias("consumed_at_ms"),
+        F.max("rank").alias("rank"),
+        F.max(F.when(F.col("rank") == 2, F.col("purged_at_ms"))).alias("purged_at_ms"),
+        F.sum("records").alias("records"),
+        F.max("dr_key").alias("dr_key"),
+        F.max("dr_timestamp").alias("dr_timestamp"),
+        (F.max("dr") == 1).alias("on_dr"),
+        (F.max("pr") == 1).alias("on_primary"),
     )
-    status = F.when(F.col("rank") == 2, "purged").when(F.col("rank") == 1, "missing").otherwise("pending")
-    return grouped.select("queue", "key", "consumed_at_ms", status.alias("status"), "purged_at_ms", "records")
+    return grouped.select(
+        "*", F.when(F.col("records") > 0, _status()).alias("status"), (F.col("records") > 0).alias("consumed")
+    ).drop("rank")
 
 
 # -- snapshots ------------------------------------------------------------------------------------------
@@ -289,7 +357,8 @@ def read_snapshot(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]
     files = snapshot_files(spark, path)
     if not files:
         empty = spark.createDataFrame([], SNAPSHOT_SCHEMA)
-        return empty.drop("_corrupt_record"), empty.select(F.col("_corrupt_record").alias("value"))
+        messages = empty.drop("_corrupt_record").withColumn("key_bin", F.lit(None).cast("binary"))
+        return messages, empty.select(F.col("_corrupt_record").alias("value"))
     raw = (
         spark.read.schema(SNAPSHOT_SCHEMA)
         .option("mode", "PERMISSIVE")
@@ -305,7 +374,9 @@ def read_snapshot(spark: SparkSession, path: str) -> tuple[DataFrame, DataFrame]
     bad = F.col("_corrupt_record").isNotNull() | F.col("queue").isNull() | key.isNull()
     fields = [c for c in raw.columns if c != "_corrupt_record"]
     malformed = raw.filter(bad).select(F.coalesce("_corrupt_record", F.to_json(F.struct(*fields))).alias("value"))
-    messages = raw.filter(~bad).withColumn("key", key).drop("_corrupt_record").dropDuplicates(["queue", "key"])
+    messages = (
+        raw.filter(~bad).withColumn("key", key).withColumn("key_bin", join_key(F.col("key"))).drop("_corrupt_record")
+    )  # duplicates (a message browsed twice) collapse in the key table
     return messages, malformed
 
 
@@ -329,40 +400,37 @@ def _trusted_primary_queues(primary_manifest: dict[str, Any] | None) -> tuple[se
 def reconcile(spark: SparkSession, inputs: Inputs, primary_manifest: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every output as a DataFrame (and the malformed counts), not yet written."""
     items, export_malformed = read_export(spark, inputs.export)
-    ledger = consumed(items).cache()
     dr, dr_malformed = read_snapshot(spark, inputs.snapshot)
-    dr = dr.cache()
-    on_dr = dr.select("queue", "key", "timestamp", "broker_in_time")
-    by_ledger = on_dr.join(ledger.select("queue", "key", "consumed_at_ms", "status"), ["queue", "key"]).withColumn(
-        "reason", F.lit("ledger")
+    primary, primary_malformed = (
+        read_snapshot(spark, inputs.primary_snapshot) if inputs.primary_snapshot else (None, None)
     )
-    purge_list = by_ledger.select("queue", "key", "consumed_at_ms", "status", "reason")
-    missing = ledger.filter(F.col("status") != "purged").join(on_dr, ["queue", "key"], "left_anti")
-    primary_malformed = None
-    primary = None
-    if inputs.primary_snapshot:
-        primary, primary_malformed = read_snapshot(spark, inputs.primary_snapshot)
-        primary = primary.cache()
-        missing = missing.join(primary.select("queue", "key"), ["queue", "key"], "left_anti")
-        trusted, started_ms = _trusted_primary_queues(primary_manifest)
-        if trusted and started_ms is not None:
-            gone = (
-                on_dr.filter(F.col("queue").isin(sorted(trusted)))
-                .filter(F.col("timestamp") < F.lit(started_ms - inputs.gone_margin_s * 1000))
-                .join(ledger.select("queue", "key"), ["queue", "key"], "left_anti")
-                .join(primary.select("queue", "key"), ["queue", "key"], "left_anti")
-                .select(
-                    "queue",
-                    "key",
-                    F.lit(None).cast("long").alias("consumed_at_ms"),
-                    F.lit("unrecorded").alias("status"),
-                    F.lit("gone_from_primary").alias("reason"),
-                )
+    table = key_table(captured_keys(items), dr, primary).cache()
+    ledger = table.filter("consumed")
+    purge_list = ledger.filter("on_dr").select(
+        "queue", F.col("dr_key").alias("key"), "consumed_at_ms", "status", F.lit("ledger").alias("reason")
+    )
+    missing = ledger.filter((F.col("status") != "purged") & ~F.col("on_dr") & ~F.col("on_primary"))
+    trusted, started_ms = _trusted_primary_queues(primary_manifest)
+    gone = F.lit(False)
+    if primary is not None and trusted and started_ms is not None:
+        gone = (
+            F.col("on_dr")
+            & ~F.col("consumed")
+            & ~F.col("on_primary")
+            & F.col("queue").isin(sorted(trusted))
+            & (F.col("dr_timestamp") < F.lit(started_ms - inputs.gone_margin_s * 1000))
+        )
+        purge_list = purge_list.unionByName(
+            table.filter(gone).select(
+                "queue",
+                F.col("dr_key").alias("key"),
+                F.lit(None).cast("long").alias("consumed_at_ms"),
+                F.lit("unrecorded").alias("status"),
+                F.lit("gone_from_primary").alias("reason"),
             )
-            purge_list = purge_list.unionByName(gone)
-    purge_list = purge_list.cache()
-    missing = missing.select("queue", "key", "consumed_at_ms", "status").cache()
-    summary = per_queue_summary(ledger, dr, purge_list, missing, primary)
+        )
+    missing = missing.select("queue", key_text(F.col("key_bin")).alias("key"), "consumed_at_ms", "status")
+    summary = per_queue_summary(table, gone, with_primary=primary is not None).cache()
     return {
         "ledger": ledger,
         "purge_list": purge_list,
@@ -378,40 +446,40 @@ def reconcile(spark: SparkSession, inputs: Inputs, primary_manifest: dict[str, A
     }
 
 
-def per_queue_summary(
-    ledger: DataFrame, dr: DataFrame, purge_list: DataFrame, missing: DataFrame, primary: DataFrame | None
-) -> DataFrame:
+def per_queue_summary(table: DataFrame, gone: Column, *, with_primary: bool) -> DataFrame:
+    """Per queue counts and consume-to-purge lag percentiles, in one aggregation of the key table."""
+
+    def count_if(condition: Column) -> Column:
+        return F.sum(F.when(condition, 1).otherwise(0)).cast("long")
+
+    consumed, on_dr, status = F.col("consumed"), F.col("on_dr"), F.col("status")
     lag_s = (F.col("purged_at_ms") - F.col("consumed_at_ms")) / 1000.0
-    ledger_counts = ledger.groupBy("queue").agg(
-        F.count(F.lit(1)).alias("consumed"),
-        F.sum(F.when(F.col("status") == "purged", 1).otherwise(0)).alias("purged"),
-        F.sum(F.when(F.col("status") == "pending", 1).otherwise(0)).alias("pending"),
-        F.sum(F.when(F.col("status") == "missing", 1).otherwise(0)).alias("marked_missing"),
-        F.sum(F.when(F.col("records") > 1, 1).otherwise(0)).alias("recorded_more_than_once"),
-        F.percentile_approx(F.when(F.col("status") == "purged", lag_s), [0.5, 0.9, 0.99], 1000).alias("lag"),
-    )
-    frames = [
-        ledger_counts,
-        dr.groupBy("queue").agg(F.count(F.lit(1)).alias("on_dr")),
-        purge_list.groupBy("queue").agg(
-            F.sum(F.when(F.col("reason") == "ledger", 1).otherwise(0)).alias("duplicates_at_risk"),
-            F.sum(F.when(F.col("reason") == "gone_from_primary", 1).otherwise(0)).alias("gone_from_primary"),
-        ),
-        missing.groupBy("queue").agg(F.count(F.lit(1)).alias("missing")),
+    counts = [
+        count_if(consumed).alias("consumed"),
+        count_if(status == "purged").alias("purged"),
+        count_if(status == "pending").alias("pending"),
+        count_if(status == "missing").alias("marked_missing"),
+        count_if(F.col("records") > 1).alias("recorded_more_than_once"),
+        count_if(on_dr).alias("on_dr"),
+        count_if(consumed & on_dr).alias("duplicates_at_risk"),
+        count_if(gone).alias("gone_from_primary"),
+        count_if(consumed & (status != "purged") & ~on_dr & ~F.col("on_primary")).alias("missing"),
     ]
-    if primary is not None:
-        frames.append(primary.groupBy("queue").agg(F.count(F.lit(1)).alias("on_primary")))
-    summary = frames[0]
-    for frame in frames[1:]:
-        summary = summary.join(frame, "queue", "full_outer")
-    counts = [c for c in summary.columns if c not in ("queue", "lag")]
-    return summary.select(
-        "queue",
-        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in counts],
-        F.col("lag")[0].alias("lag_p50_s"),
-        F.col("lag")[1].alias("lag_p90_s"),
-        F.col("lag")[2].alias("lag_p99_s"),
-    ).orderBy("queue")
+    if with_primary:
+        counts.append(count_if(F.col("on_primary")).alias("on_primary"))
+    lag = F.percentile_approx(F.when(status == "purged", lag_s), [0.5, 0.9, 0.99], 1000)
+    return (
+        table.groupBy("queue")
+        .agg(*counts, lag.alias("lag"))
+        .select(
+            "*",
+            F.col("lag")[0].alias("lag_p50_s"),
+            F.col("lag")[1].alias("lag_p90_s"),
+            F.col("lag")[2].alias("lag_p99_s"),
+        )
+        .drop("lag")
+        .orderBy("queue")
+    )
 
 
 TOTALS = (
@@ -431,7 +499,7 @@ def write_outputs(result: dict[str, Any], out: str, inputs: Inputs) -> dict[str,
     result["purge_list"].coalesce(4).write.mode("overwrite").parquet(f"{out}/purge_list")
     result["missing"].coalesce(4).write.mode("overwrite").parquet(f"{out}/missing")
     result["summary"].coalesce(1).write.mode("overwrite").parquet(f"{out}/summary")
-    queues = [row.asDict() for row in result["summary"].collect()]
+    queues = [row.asDict() for row in result["summary"].collect()]  # cached: computed once
     lags = (
         result["ledger"]
         .filter(F.col("status") == "purged")

@@ -145,6 +145,19 @@ def test_ulids_are_decoded_in_sql_exactly_as_python_ulid_writes_them(job: Module
     assert decoded == ulids
 
 
+def test_snapshot_keys_join_the_ledger_as_the_same_bytes_and_read_back_as_text(job: ModuleType, spark: Any) -> None:
+    ulids = [*_ulids(50), "00000000000000000000000000", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"]
+    message_id = "ID:host-1-1700000000000-1:1:1:1:1"
+    frame = spark.createDataFrame([(u,) for u in [*ulids, ulids[0].lower(), message_id]], ["key"])
+
+    rows = frame.select(job.join_key(frame.key).alias("b")).select("b", job.key_text("b").alias("text")).collect()
+
+    assert [bytes(r.b) for r in rows[: len(ulids)]] == [b"U" + ULID.from_str(u).bytes for u in ulids]
+    assert bytes(rows[len(ulids)].b) == b"U" + ULID.from_str(ulids[0]).bytes  # lower case, as capture accepts
+    assert bytes(rows[-1].b) == b"M" + message_id.encode()
+    assert [r.text for r in rows] == [*ulids, ulids[0], message_id]
+
+
 def test_empty_inputs_give_zero_counts(job: ModuleType, spark: Any, tmp_path: Path) -> None:
     export = write_export(tmp_path / "export", [], files=1)
     (tmp_path / "dr").mkdir()
