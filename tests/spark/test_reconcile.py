@@ -150,12 +150,20 @@ def test_snapshot_keys_join_the_ledger_as_the_same_bytes_and_read_back_as_text(j
     message_id = "ID:host-1-1700000000000-1:1:1:1:1"
     frame = spark.createDataFrame([(u,) for u in [*ulids, ulids[0].lower(), message_id]], ["key"])
 
-    rows = frame.select(job.join_key(frame.key).alias("b")).select("b", job.key_text("b").alias("text")).collect()
+    keyed = job.with_join_key(frame, "key")
+    rows = keyed.select(keyed.key_bin.alias("b"), job.key_text(keyed.key_bin).alias("text")).collect()
 
     assert [bytes(r.b) for r in rows[: len(ulids)]] == [b"U" + ULID.from_str(u).bytes for u in ulids]
     assert bytes(rows[len(ulids)].b) == b"U" + ULID.from_str(ulids[0]).bytes  # lower case, as capture accepts
     assert bytes(rows[-1].b) == b"M" + message_id.encode()
     assert [r.text for r in rows] == [*ulids, ulids[0], message_id]
+
+
+def test_lag_percentiles_are_the_upper_edge_of_their_10_ms_slot(job: ModuleType) -> None:
+    slots = {0: 50, 9: 40, 99: 10}  # 50 keys purged within 10 ms, 40 within 100 ms, 10 within 1 s
+
+    assert job._percentiles(slots) == [0.01, 0.1, 1.0]
+    assert job._percentiles({}) == [None, None, None]
 
 
 def test_empty_inputs_give_zero_counts(job: ModuleType, spark: Any, tmp_path: Path) -> None:
