@@ -135,6 +135,7 @@ class PeakRss:
 
     def __init__(self) -> None:
         self.peak = 0
+        self.at_peak: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -149,13 +150,16 @@ class PeakRss:
     def _run(self) -> None:
         me = psutil.Process()
         while not self._stop.wait(0.1):
-            total = 0
+            total, parts = 0, {}
             for process in me.children(recursive=True):
                 try:
-                    total += process.memory_info().rss
+                    rss = process.memory_info().rss
+                    parts[f"{process.name()}:{process.pid}"] = round(rss / 1e6)
                 except psutil.Error:
                     continue
-            self.peak = max(self.peak, total)
+                total += rss
+            if total > self.peak:
+                self.peak, self.at_peak = total, parts
 
 
 def run_spark(folder: Path, out: Path) -> tuple[float, dict[str, int]]:
@@ -269,6 +273,7 @@ def main() -> int:
                 "snapshot_msgs": facts["snapshot_msgs"],
                 "spark_s": round(spark_s, 1),
                 "spark_peak_rss_mb": round(rss.peak / 1e6),
+                "spark_peak_rss_by_process_mb": rss.at_peak,
                 "duckdb_s": round(duckdb_s, 1),
                 "ratio": round(spark_s / duckdb_s, 2),
                 "spark_runs_s": [round(r, 1) for r in spark_runs],

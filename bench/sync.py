@@ -17,7 +17,7 @@ Prints one JSON object measured in one run:
   removed by the purge;
 * deep backlog: 100 keys at the tail of a 100,000-message DR queue.
 
-Run: ``.venv/bin/python bench/sync.py [--rates 250,500,1000,2000] [--step-seconds 20]``
+Run: ``.venv/bin/python bench/sync.py [--rates 250,500,1000,2000] [--step-seconds 20] [--bridges 2] [--skip-drain]``
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ QUEUE = "BENCH.SYNC"
 BODY = "x" * 1024
 
 
-def bench_topology() -> Topology:
+def bench_topology(parallel_bridges: int = 1) -> Topology:
     base = load_topology(ROOT / "topology.yaml")
-    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
+    bridge = base.tuning.bridge.model_copy(update={"parallel_bridges": parallel_bridges})
+    tuning = base.tuning.model_copy(update={"bridge": bridge})
+    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")], "tuning": tuning})
 
 
 class TimedRemover(SelectorRemover):
@@ -244,15 +246,17 @@ def main() -> int:
     parser.add_argument("--step-seconds", type=float, default=20)
     parser.add_argument("--head-messages", type=int, default=10_000)
     parser.add_argument("--deep", type=int, default=100_000)
+    parser.add_argument("--bridges", type=int, default=1, help="parallel network bridges (no order across them)")
+    parser.add_argument("--skip-drain", action="store_true", help="only the ingest and the steps (long steps)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as state:
-        world = LocalWorld(bench_topology(), Path(state), PORTS)
+        world = LocalWorld(bench_topology(args.bridges), Path(state), PORTS)
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             ingest = primary_ingest(world, 10_000)
             steps = [run_step(world, float(rate), args.step_seconds) for rate in args.rates.split(",")]
-            head, raw = purge_vs_drain(world, args.head_messages)
-            deep = deep_backlog(world, args.deep)
+            head, raw = (0.0, 0.0) if args.skip_drain else purge_vs_drain(world, args.head_messages)
+            deep = {} if args.skip_drain else deep_backlog(world, args.deep)
         finally:
             world.destroy()
     kept_up = [s for s in steps if s["drained_within_s"] is not None and s["drained_within_s"] <= 2.0]
@@ -269,6 +273,7 @@ def main() -> int:
                 "deep_backlog_100k": deep,
                 "steps": steps,
                 "step_seconds": args.step_seconds,
+                "parallel_bridges": args.bridges,
                 "ledger": "in memory (the brokers' and BrokerSync's own figures, not DynamoDB's)",
             }
         )
