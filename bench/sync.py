@@ -36,6 +36,7 @@ import statistics as stats_mod
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import stomp
@@ -45,8 +46,9 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
+from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import Ledger, memory_ledger
-from brokersync.purge.remover import RemovalResult, SelectorRemover
+from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Queue, Topology, load_topology
 from brokersync_local.world import LocalWorld, WorldPorts
@@ -140,13 +142,58 @@ def primary_ingest(world: LocalWorld, count: int) -> float:
     return rate
 
 
-def run_step(world: LocalWorld, rate: float, seconds: float) -> dict[str, float]:
+def keep_running(step: Callable[[], object], stop: threading.Event, errors: list[str]) -> None:
+    """Run a relay or purge pass again and again, as the deployed loops do.
+
+    A broker error ends the pass, not the loop (the state machines' Retry and Catch); it is
+    recorded for the step's figures. A purge invariant error is never retried, there or here.
+    """
+    while not stop.is_set():
+        try:
+            step()
+        except PurgeInvariantError:
+            raise
+        except BrokerSyncError as e:
+            errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(1.0)
+
+
+def sample_backlog(
+    topology: Topology,
+    stop: threading.Event,
+    every_s: float,
+    consumed_at: dict[str, float],
+    removed_at: dict[str, float],
+    timeline: list[dict[str, float]],
+) -> None:
+    """Where a backlog builds over a step: the copy not yet on DR (the loss-risk window) or DR
+    messages consumed on the primary and not yet removed (the duplicate-risk window)."""
+    primary = StatisticsClient(StompConnector(topology.primary.stomp))
+    dr = StatisticsClient(StompConnector(topology.dr.stomp))
+    copy_queue = topology.dr_name(QUEUE)
+    started = time.monotonic()
+    while not stop.wait(every_s):
+        copy = primary.queue_stats([copy_queue]).get(copy_queue)
+        on_dr = dr.queue_stats([QUEUE]).get(QUEUE)
+        timeline.append(
+            {
+                "t_s": round(time.monotonic() - started),
+                "copy_backlog": copy.size if copy else 0,
+                "dr_depth": on_dr.size if on_dr else 0,
+                "pending_purge": len(consumed_at) - len(removed_at),
+            }
+        )
+
+
+def run_step(
+    world: LocalWorld, rate: float, seconds: float, purge_batch: int = PurgeSettings.batch_keys
+) -> dict[str, float]:
     topology = world.topology
     primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
     ledger: Ledger = memory_ledger()
     remover = TimedRemover(dr)
     relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.1))
-    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02))
+    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02, batch_keys=purge_batch))
     stop = threading.Event()
     consumed_at: dict[str, float] = {}
     produced = 0
@@ -178,15 +225,18 @@ def run_step(world: LocalWorld, rate: float, seconds: float) -> dict[str, float]
             consumed_at[frame.headers["correlation-id"]] = time.time()
         connection.disconnect()
 
-    def loop(step: object) -> None:
-        while not stop.is_set():
-            step()  # type: ignore[operator]
+    timeline: list[dict[str, float]] = []
+    errors: list[str] = []
 
     threads = [
         threading.Thread(target=produce_at_rate),
         threading.Thread(target=consume),
-        threading.Thread(target=loop, args=(lambda: relay.run(max_seconds=2, stop=stop),)),
-        threading.Thread(target=loop, args=(lambda: purge.run(max_seconds=0.5),)),
+        threading.Thread(target=keep_running, args=(lambda: relay.run(max_seconds=2, stop=stop), stop, errors)),
+        threading.Thread(target=keep_running, args=(lambda: purge.run(max_seconds=0.5), stop, errors)),
+        threading.Thread(
+            target=sample_backlog,
+            args=(topology, stop, max(seconds / 20, 1.0), consumed_at, remover.removed_at, timeline),
+        ),
     ]
     for thread in threads:
         thread.start()
@@ -211,6 +261,8 @@ def run_step(world: LocalWorld, rate: float, seconds: float) -> dict[str, float]
         "lag_p50_s": round(quantiles[49], 3),
         "lag_p99_s": round(quantiles[98], 3),
         "drained_within_s": round(drained_in, 2) if drained_in is not None else None,
+        "loop_errors": errors,
+        "timeline": timeline,
     }
 
 
@@ -247,6 +299,7 @@ def main() -> int:
     parser.add_argument("--head-messages", type=int, default=10_000)
     parser.add_argument("--deep", type=int, default=100_000)
     parser.add_argument("--bridges", type=int, default=1, help="parallel network bridges (no order across them)")
+    parser.add_argument("--purge-batch", type=int, default=PurgeSettings.batch_keys, help="keys per purge round")
     parser.add_argument("--skip-drain", action="store_true", help="only the ingest and the steps (long steps)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as state:
@@ -254,7 +307,9 @@ def main() -> int:
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             ingest = primary_ingest(world, 10_000)
-            steps = [run_step(world, float(rate), args.step_seconds) for rate in args.rates.split(",")]
+            steps = [
+                run_step(world, float(rate), args.step_seconds, args.purge_batch) for rate in args.rates.split(",")
+            ]
             head, raw = (0.0, 0.0) if args.skip_drain else purge_vs_drain(world, args.head_messages)
             deep = {} if args.skip_drain else deep_backlog(world, args.deep)
         finally:
