@@ -107,7 +107,9 @@ def _add_demo_and_drill(sub: Any) -> None:
     )
     drill.add_argument("--mode", required=True, choices=["switchover", "failover", "failback"])
     drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
-    drill.add_argument("--duration", type=float, default=30.0, help="seconds of traffic (default 30)")
+    drill.add_argument(
+        "--duration", type=float, default=30.0, help="seconds of traffic (default 30); at least 5 s follow the switch"
+    )
     drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
     drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
     drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")

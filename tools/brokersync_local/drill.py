@@ -67,6 +67,9 @@ class DrillSettings:
     seed: int | None = None
     execution_timeout_s: float = 180.0
     keep: bool = False
+    #: Load on the new primary after the switch even when the switch overran ``duration``: a
+    #: drill whose applications never used the new primary has not shown that it works.
+    min_after_switch_s: float = 5.0
 
 
 @dataclass
@@ -200,7 +203,8 @@ class Drill:
         self.timeline.mark("applications on the new primary")
         self.phase = f"load on the new primary {new}"
 
-        time.sleep(max(0.0, self.timeline.started + settings.duration - time.time()))
+        remaining = self.timeline.started + settings.duration - time.time()
+        time.sleep(max(settings.min_after_switch_s, remaining))
         if settings.mode == "failback":
             started = self.timeline.mark("failback started")
             result = self._execute("FailbackStateMachine", {})
