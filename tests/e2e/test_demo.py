@@ -66,7 +66,13 @@ def test_a_headless_switchover_demo_loses_nothing_and_duplicates_nothing(project
     assert _leftovers(tmp_path / "demo", 5085 + PORT_OFFSET) == []
 
 
-def test_ctrl_c_during_the_steady_load_stops_everything_the_demo_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("moment", "line_before_it"),
+    [("while the pair is starting", "demo: fresh pair"), ("during the steady load", "queue=ORDERS")],
+)
+def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
+    moment: str, line_before_it: str, tmp_path: Path
+) -> None:
     state_dir = tmp_path / "demo"
     demo = subprocess.Popen(
         [sys.executable, "-m", "brokersync_cli.main", "demo", "--headless", "--rate", "50", "--duration", "120",
@@ -79,12 +85,13 @@ def test_ctrl_c_during_the_steady_load_stops_everything_the_demo_started(tmp_pat
     assert demo.stdout is not None
     deadline = time.monotonic() + 120
     for line in demo.stdout:
-        if "queue=ORDERS" in line or time.monotonic() > deadline:
+        if line_before_it in line or time.monotonic() > deadline:
             break
 
     os.killpg(demo.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
     rest = demo.communicate(timeout=120)[0]
 
-    assert demo.returncode == 130, rest[-2000:]
-    assert "everything it started was stopped" in rest
+    assert demo.returncode == 130, f"{moment}: {rest[-2000:]}"
+    assert "everything it started was stopped" in rest, rest[-2000:]
+    assert "Traceback" not in rest, rest[-2000:]
     assert _leftovers(state_dir, 5085 + PORT_OFFSET + 10) == []

@@ -175,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokerSyncError as e:
         print(f"brokersync: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Commands that start processes stop them in their own handlers; one reaching here was
+        # interrupted before it started anything (while importing, say): say so, not a traceback.
+        print("brokersync: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
+from brokersync_local.background import BackgroundLoop
 from brokersync_local.drill import Drill, DrillSettings
 from brokersync_local.live_view import Sampler, plain_lines, rich_view
 from brokersync_local.world import WorldPorts
@@ -70,25 +71,23 @@ class _View:
         self.out = out
         self.plain_every_s = plain_every_s
         self.live = live
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-view", daemon=True)
+        self._loop = BackgroundLoop(self._run, name="demo-view")
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.stop(timeout_s=10)
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         if self.live:
             from rich.live import Live  # noqa: PLC0415 (rich only on a terminal)
 
             with Live(rich_view(self.sampler.sample()), refresh_per_second=2, transient=False) as live:
-                while not self._stop.wait(1.0):
+                while not stop.wait(1.0):
                     live.update(rich_view(self.sampler.sample()))
             return
-        while not self._stop.wait(self.plain_every_s):
+        while not stop.wait(self.plain_every_s):
             for line in plain_lines(self.sampler.sample()):
                 self.out(line)
 

@@ -24,6 +24,7 @@ from pynamodb.exceptions import PynamoDBException
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
+from brokersync_local.background import BackgroundLoop
 from brokersync_local.browsing import browse
 
 if TYPE_CHECKING:
@@ -71,15 +72,13 @@ class LagWatcher:
         self._present: dict[str, tuple[float, float]] = {}  # key -> (consumed at, last seen on DR)
         self._lags: deque[tuple[float, float]] = deque()  # (removed at, lag)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-lag-watcher", daemon=True)
+        self._loop = BackgroundLoop(self._run, name="demo-lag-watcher")
 
     def start(self) -> None:
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._loop.stop(timeout_s=5)
 
     def percentiles(self) -> tuple[float | None, float | None]:
         with self._lock:
@@ -92,8 +91,8 @@ class LagWatcher:
         cuts = stats_mod.quantiles(lags, n=100)
         return cuts[49], cuts[98]
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.interval_s):
             try:
                 self._observe()
             except (BrokerSyncError, OSError, KeyError):
