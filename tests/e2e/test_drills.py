@@ -40,6 +40,15 @@ def test_a_switchover_loses_nothing_and_duplicates_nothing(topology_path: Path, 
     assert Path(outcome["report"]).read_text().count("<svg") == 1
 
 
+def test_after_a_switchover_what_is_consumed_on_the_new_primary_is_purged_from_the_old(
+    topology_path: Path, tmp_path: Path
+) -> None:
+    outcome = _drill("switchover", topology_path, tmp_path)
+
+    assert outcome["consumed_dr"] > 0
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
+
+
 def test_a_failover_loses_at_most_the_copies_in_the_bridge_and_duplicates_at_most_the_unpurged(
     topology_path: Path, tmp_path: Path
 ) -> None:

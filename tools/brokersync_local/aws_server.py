@@ -8,7 +8,8 @@ inside the server process, with the function's configured environment, and retur
 JSON result. An exception becomes ``FunctionError: Unhandled`` with Lambda's error payload,
 so Step Functions Retry and Catch see what they would see in AWS. Everything else about
 the state machines (ASL interpretation, waits, retries) is moto's own engine. Amazon MQ
-reboots are routed to the local broker processes (see ``amazon_mq``).
+reboots are routed to the local broker processes (see ``amazon_mq``), and StopExecution
+reports ABORTED at once (see ``stepfunctions_stop``).
 
 Run as ``python -m brokersync_local.aws_server -H 127.0.0.1 -p PORT`` (MotoServer does).
 """
@@ -27,7 +28,7 @@ from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from brokersync_local import amazon_mq
+from brokersync_local import amazon_mq, stepfunctions_stop
 
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
@@ -95,6 +96,7 @@ def _invoke(
 _original_invoke = LambdaSimpleBackend.invoke
 LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
 amazon_mq.install()
+stepfunctions_stop.install()
 
 
 def main() -> None:

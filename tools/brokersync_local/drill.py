@@ -306,11 +306,12 @@ class Drill:
         }
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
-        if settings.mode == "failback":
+        if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
             result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
+            result["pending_purge_after"] = pending_after
+        if settings.mode == "failback":
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
-            result["pending_purge_after"] = pending_after
         if settings.report:
             result["report"] = str(write_report(settings.report, result, self.log, self.timeline, old, new))
         return result

@@ -48,6 +48,17 @@ class SyncControl:
         )
         return [e["executionArn"] for page in pages for e in page["executions"]]
 
+    def _loops_still_running(self) -> list[str]:
+        """Running loops, each confirmed by DescribeExecution.
+
+        ListExecutions is eventually consistent: the loop StopSync stopped seconds earlier can
+        still be listed as RUNNING, and StartSync would then start none, leaving the new DR
+        broker with no purge at all after a switchover. DescribeExecution is not.
+        """
+        return [
+            arn for arn in self._running_loops() if self.sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        ]
+
     def stop(self, cause: str) -> dict[str, Any]:
         if self.switches.relay_rule:
             self.events.disable_rule(Name=self.switches.relay_rule)
@@ -66,7 +77,7 @@ class SyncControl:
         for mapping in mappings:
             self.lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=True)
         started = None
-        if self.switches.purge_loop_arn and not self._running_loops():
+        if self.switches.purge_loop_arn and not self._loops_still_running():
             started = self.sfn.start_execution(
                 stateMachineArn=self.switches.purge_loop_arn,
                 name=f"purge-loop-{uuid.uuid4()}",  # unique, as execution names must be for 90 days

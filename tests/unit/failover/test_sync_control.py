@@ -1,0 +1,58 @@
+"""Starting and stopping sync: the purge loop runs exactly once after a start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brokersync.failover.sync_control import SyncControl, SyncSwitches
+
+LOOP = "arn:aws:states:us-west-2:123456789012:stateMachine:brokersync-purge-loop-dr"
+
+
+class StepFunctions:
+    """Step Functions as seen through an eventually consistent ListExecutions."""
+
+    def __init__(self, listed_running: list[str], status: dict[str, str]) -> None:
+        self.listed_running = listed_running
+        self.status = status
+        self.started: list[str] = []
+
+    def get_paginator(self, _name: str) -> Any:
+        listed = self.listed_running
+
+        class Pages:
+            def paginate(self, **_kwargs: Any) -> list[dict[str, Any]]:
+                return [{"executions": [{"executionArn": arn} for arn in listed]}]
+
+        return Pages()
+
+    def describe_execution(self, executionArn: str) -> dict[str, str]:  # noqa: N803 (boto3's name)
+        return {"status": self.status[executionArn]}
+
+    def start_execution(self, stateMachineArn: str, name: str, input: str) -> dict[str, str]:  # noqa: N803
+        self.started.append(name)
+        return {"executionArn": f"{stateMachineArn}:{name}"}
+
+
+def _control(sfn: StepFunctions) -> SyncControl:
+    return SyncControl(SyncSwitches(relay_rule=None, receipts_function=None, purge_loop_arn=LOOP), None, None, sfn)
+
+
+def test_start_starts_a_purge_loop_when_the_one_still_listed_as_running_was_stopped() -> None:
+    stopped = f"{LOOP}:purge-loop-old"
+    sfn = StepFunctions(listed_running=[stopped], status={stopped: "ABORTED"})
+
+    result = _control(sfn).start()
+
+    assert len(sfn.started) == 1
+    assert result["purgeLoopStarted"] is not None
+
+
+def test_start_does_not_start_a_second_purge_loop_while_one_runs() -> None:
+    running = f"{LOOP}:purge-loop-now"
+    sfn = StepFunctions(listed_running=[running], status={running: "RUNNING"})
+
+    result = _control(sfn).start()
+
+    assert sfn.started == []
+    assert result["purgeLoopStarted"] is None
