@@ -58,6 +58,7 @@ def test_a_headless_switchover_demo_loses_nothing_and_duplicates_nothing(project
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     outcome = json.loads(summary.read_text())
     assert (outcome["mode"], outcome["lost"], outcome["duplicates"]) == ("switchover", 0, 0)
+    assert outcome["already_consumed_on_old_primary"] == 0
     assert outcome["produced"] > 0
     assert "drill summary:" in done.stdout
     assert "  lost: 0" in done.stdout

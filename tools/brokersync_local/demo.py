@@ -131,6 +131,8 @@ def summary_rows(outcome: dict[str, Any]) -> list[tuple[str, str]]:
         ("copies in the bridge at the switch", str(outcome.get("in_bridge_at_kill", "-"))),
         ("consumed but still on DR at the switch", str(outcome.get("pending_purge_at_kill", "-"))),
     ]
+    if "already_consumed_on_old_primary" in outcome:
+        rows.append(("consumed but still on the new DR at the end", str(outcome["already_consumed_on_old_primary"])))
     if "report" in outcome:
         rows.append(("HTML report", str(outcome["report"])))
     return rows
