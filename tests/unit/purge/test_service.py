@@ -9,6 +9,7 @@ from pathlib import Path
 from ulid import ULID
 
 from brokersync.ledger import Ledger, memory_ledger
+from brokersync.metrics import RecordingMetrics
 from brokersync.purge.remover import RemovalResult
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import load_topology
@@ -96,3 +97,14 @@ def test_mirror_queues_are_never_purged(topology_path: Path) -> None:
     report = service.run(max_seconds=0.05, stop_when_idle=True)
 
     assert set(report.queues) == {"ORDERS", "PAYMENTS"}
+
+
+def test_every_round_reports_pending_purge_even_with_nothing_pending(topology_path: Path) -> None:
+    """The DR stack's purge-loop-silent alarm counts these reports: an idle loop must not look dead."""
+    metrics = RecordingMetrics()
+    service = PurgeService(memory_ledger(clock=lambda: NOW), FakeDR(), load_topology(topology_path), metrics=metrics)
+
+    service.purge_queue("ORDERS")
+    service.purge_queue("ORDERS")
+
+    assert metrics.values["PendingPurge"] == [0, 0]

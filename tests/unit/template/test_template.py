@@ -92,6 +92,15 @@ def test_the_oldest_pending_alarm_compares_seconds_with_the_rpo_target(template:
     assert returned == [m for m in alarm["Metrics"] if m.get("Expression") == "age / 1000"]
 
 
+def test_a_purge_loop_that_stopped_reporting_raises_an_alarm_in_the_dr_stack(template: dict[str, Any]) -> None:
+    alarm = template["Resources"]["PurgeLoopSilentAlarm"]
+    properties = alarm["Properties"]
+
+    assert alarm["Condition"] == "IsDr"
+    assert (properties["MetricName"], properties["Statistic"]) == ("PendingPurge", "SampleCount")
+    assert properties["TreatMissingData"] == "breaching"
+
+
 def test_the_dashboard_body_is_json_once_cloudformation_substitutes_it(template: dict[str, Any]) -> None:
     body, _variables = template["Resources"]["SyncDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     substituted = re.sub(r"\$\{[^}]+\}", "1", body)
