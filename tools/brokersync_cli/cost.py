@@ -53,7 +53,7 @@ class Usage:
     purge_seconds_per_invocation: float = 40.0  # BROKERSYNC_PURGE_MAX_SECONDS, looping through idle rounds
     transitions_per_purge_invocation: float = 2.0  # Purge task + EnoughIterations choice
     custom_metrics: int = 16  # EMF metric names (service dimension), both regions
-    alarm_metrics: int = 26  # metrics in the alarms of both stacks (metric-math alarms count each)
+    alarm_metrics: int = 27  # metrics in the alarms of both stacks (metric-math alarms count each)
     dashboards: int = 2
     secrets: int = 4  # two broker secrets, each replicated to the other region
     reconcile_runs_per_month: float = 30.0
