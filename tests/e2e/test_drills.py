@@ -31,8 +31,14 @@ def _drill(mode: str, topology_path: Path, tmp_path: Path) -> dict[str, Any]:
     return run_drill(settings, out=lambda _line: None)
 
 
-def test_a_switchover_loses_nothing_and_duplicates_nothing(topology_path: Path, tmp_path: Path) -> None:
-    outcome = _drill("switchover", topology_path, tmp_path)
+@pytest.fixture(scope="module")
+def switchover(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One switchover drill, read by the tests below: each asserts its own part of the outcome."""
+    return _drill("switchover", topology_path, tmp_path_factory.mktemp("switchover"))
+
+
+def test_a_switchover_loses_nothing_and_duplicates_nothing(switchover: dict[str, Any]) -> None:
+    outcome = switchover
 
     assert outcome["produced"] > 2000
     assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
@@ -41,9 +47,9 @@ def test_a_switchover_loses_nothing_and_duplicates_nothing(topology_path: Path, 
 
 
 def test_after_a_switchover_what_is_consumed_on_the_new_primary_is_purged_from_the_old(
-    topology_path: Path, tmp_path: Path
+    switchover: dict[str, Any],
 ) -> None:
-    outcome = _drill("switchover", topology_path, tmp_path)
+    outcome = switchover
 
     assert outcome["consumed_dr"] > 0
     assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
