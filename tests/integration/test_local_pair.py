@@ -13,6 +13,7 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import CONSUMED_QUEUE, load_topology
 from brokersync_local.errors import PortTakenError
 from brokersync_local.moto_server import PROCESS_MARKER
@@ -80,6 +81,23 @@ def test_nothing_but_the_synced_queues_is_bridged(
     synced = {q.name for q in world.topology.queues} | {world.topology.dr_name(q) for q in world.topology.queues}
     assert "NOT.SYNCED" not in dr_queues
     assert dr_queues <= synced | declared
+
+
+def test_large_purge_rounds_are_confirmed_promptly_over_loopback(dr: StompConnector) -> None:
+    """Regression: with ActiveMQ's 64 KB socket buffers, loopback's 64 KB segments were dropped
+    whenever the broker's reader paused, and every other 5,000-key round waited 20 s for its
+    receipt and failed. The local connectors' buffers are sized for loopback."""
+    keys = [str(ULID()) for _ in range(20_000)]
+    connection = dr.connect(name="test-deep-producer")
+    for key in keys:
+        connection.send("/queue/ORDERS", "x" * 1024, headers={"persistent": "true", "correlation-id": key})
+    connection.disconnect()
+    remover = SelectorRemover(dr)
+
+    rounds = [remover.remove("ORDERS", keys[start : start + 5000]) for start in range(0, len(keys), 5000)]
+
+    assert [len(r.removed) for r in rounds] == [5000] * 4
+    assert max(r.elapsed_s for r in rounds) < 8
 
 
 def test_a_second_up_while_running_is_a_no_op(world: LocalWorld) -> None:
