@@ -67,10 +67,15 @@ class ReceiptPublisher:
         self.connection = connection
         self.destination = f"/queue/{destination}"
 
-    def publish(self, queue: str, key: str, consumed_at_ms: int | None = None) -> None:
-        """Report that the message keyed ``key`` was consumed from ``queue`` (now, unless told when)."""
+    def publish(self, queue: str, key: str, message_id: str | None = None, consumed_at_ms: int | None = None) -> None:
+        """Report that the message ``message_id`` (keyed ``key``) was consumed from ``queue`` (now, unless told when).
+
+        ``message_id`` is the JMS message id the consumer received (the STOMP ``message-id``
+        header); it is required for ULID keys, so that a second message with the same
+        correlation id is never taken for this one.
+        """
         when = consumed_at_ms if consumed_at_ms is not None else int(time.time() * 1000)
-        body = receipt_json(queue, key, when)
+        body = receipt_json(queue, key, when, message_id)
         # stomp.py always sends content-length, which makes ActiveMQ build a BytesMessage; the
         # amq-msg-type header asks for a TextMessage, which any JMS consumer of receipts expects.
         self.connection.send(self.destination, body, headers={"persistent": "true", "amq-msg-type": "text"})

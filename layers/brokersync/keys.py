@@ -1,9 +1,19 @@
 """Sync keys: the ids the ledger stores and the purge loop puts into DR selectors.
 
 Validation is strict because a key ends up inside a JMS selector on the DR broker: an id
-that could carry a quote, a comma or a wildcard could widen ``JMSCorrelationID IN (...)``
+that could carry a quote, a comma or a wildcard could widen ``JMSMessageID IN (...)``
 and remove a message that was never consumed. The two kinds never overlap (a ULID never
-starts with ``ID:``), so a key says by itself which selector header it belongs to.
+starts with ``ID:``), so a key says by itself which kind it is.
+
+Every pattern is matched against the whole string (``fullmatch``) and in ASCII only: ``$``
+also matches before a trailing newline, and ``\\d`` or ``str.upper()`` also accept or
+produce non-ASCII characters that look like digits or letters.
+
+Case policy for ULIDs: Crockford base32 is case-insensitive, so a lower-case ULID is
+accepted and stored upper-case (the ledger holds ULIDs as 16 bytes, which have no case).
+The purge removes messages by their JMS message id, never by correlation id, so a
+producer that stamped a lower-case ULID is still matched exactly. Message ids are
+case-sensitive and kept as they are.
 """
 
 from __future__ import annotations
@@ -16,14 +26,18 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.topology import SyncKey
 
 #: Crockford base32, 26 characters; the first is 0-7 because a ULID is 128 bits.
-ULID_PATTERN = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+ULID_PATTERN = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", re.ASCII)
 #: ActiveMQ's message id: ``ID:<host>-<port>-<start ms>-<n>:<connection>:<session>:<producer>:<seq>``.
 #: STOMP producers get session -1, so the last three fields may be negative.
-MESSAGE_ID_PATTERN = re.compile(r"^ID:[A-Za-z0-9._-]{1,200}-\d{1,10}-\d{10,16}-\d{1,10}:\d{1,10}(?::-?\d{1,19}){3}$")
+MESSAGE_ID_PATTERN = re.compile(
+    r"ID:[A-Za-z0-9._-]{1,200}-[0-9]{1,10}-[0-9]{10,16}-[0-9]{1,10}:[0-9]{1,10}(?::-?[0-9]{1,19}){3}", re.ASCII
+)
 
 
 class InvalidKeyError(BrokerSyncError):
-    """A correlation id or message id that is not a well-formed sync key."""
+    """A correlation id or message id that is not a well-formed sync key. Retrying never helps."""
+
+    retryable = False
 
     def __init__(self, key: str, expected: SyncKey) -> None:
         self.key = key
@@ -34,28 +48,35 @@ class InvalidKeyError(BrokerSyncError):
 
 
 def key_kind(key: str) -> SyncKey:
-    """Which selector header a well-formed key belongs to."""
+    """Which kind a key is, by its shape (message ids start with ``ID:``)."""
     return "message-id" if key.startswith("ID:") else "correlation-id"
 
 
 def validate_key(key: str, kind: SyncKey) -> str:
     """Return ``key`` when it is a well-formed key of ``kind``; raise :class:`InvalidKeyError` otherwise.
 
-    ULIDs are accepted in lower case too (some libraries print them so) and normalised to
-    upper case, the form producers' JMS headers carry after ``brokersync.client.send``.
+    ULIDs are accepted in lower case too and returned upper-case (see the module docstring);
+    anything with a non-ASCII character is refused before any case folding.
     """
+    if not isinstance(key, str) or not key.isascii():
+        raise InvalidKeyError(str(key), kind)
     if kind == "correlation-id":
         normalised = key.upper()
-        if ULID_PATTERN.match(normalised):
+        if ULID_PATTERN.fullmatch(normalised):
             return normalised
-    elif MESSAGE_ID_PATTERN.match(key):
+    elif MESSAGE_ID_PATTERN.fullmatch(key):
         return key
     raise InvalidKeyError(key, kind)
 
 
+def validate_message_id(message_id: str) -> str:
+    """A consumed message's own JMS id, exactly as the broker assigned it (what the purge selects on)."""
+    return validate_key(message_id, "message-id")
+
+
 def is_valid_key(key: str) -> bool:
     """True when ``key`` is a well-formed key of either kind, exactly as stored."""
-    return bool(ULID_PATTERN.match(key) or MESSAGE_ID_PATTERN.match(key))
+    return key.isascii() and bool(ULID_PATTERN.fullmatch(key) or MESSAGE_ID_PATTERN.fullmatch(key))
 
 
 def ulid_time_ms(key: str) -> int:

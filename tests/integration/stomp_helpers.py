@@ -7,6 +7,7 @@ import time
 
 import stomp
 
+from brokersync.broker.inbox import FrameInbox
 from brokersync.broker.stomp import StompConnector
 
 
@@ -27,6 +28,7 @@ def receive(
     settle_s: float = 0.0,
     transformation: str | None = None,
     ack: bool = True,
+    selector: str | None = None,
 ) -> list[stomp.utils.Frame]:
     """Consume up to ``count`` frames within ``timeout_s``, then keep listening ``settle_s`` for extras."""
     collector = _Collector()
@@ -34,6 +36,8 @@ def receive(
     headers = {"activemq.prefetchSize": "100"}
     if transformation:
         headers["transformation"] = transformation
+    if selector:
+        headers["selector"] = selector
     connection.subscribe(f"/queue/{queue}", id="r", ack="client-individual", headers=headers)
     frames: list[stomp.utils.Frame] = []
 
@@ -70,8 +74,24 @@ def drain(connector: StompConnector, queue: str, transformation: str | None = No
 
 
 def send(connector: StompConnector, queue: str, body: str, headers: dict[str, str]) -> None:
-    connection = connector.connect(name="test-sender")
+    """Send one message and return once the broker has stored it."""
+    produce(connector, queue, [(body, headers)])
+
+
+def produce(connector: StompConnector, queue: str, messages: list[tuple[str, dict[str, str]]]) -> None:
+    """Send every message on one connection; the last SEND carries a receipt, so on return the
+    broker has handled them all (it processes a connection's frames in order)."""
+    inbox = FrameInbox()
+    connection = connector.connect(inbox, name="test-producer")
     try:
-        connection.send(f"/queue/{queue}", body, headers={"persistent": "true", **headers})
+        for index, (body, headers) in enumerate(messages):
+            extra = {"receipt": "produced"} if index == len(messages) - 1 else {}
+            connection.send(f"/queue/{queue}", body, headers={"persistent": "true", **headers, **extra})
+        deadline = time.monotonic() + 30
+        with inbox.receipt_arrived:
+            while "produced" not in inbox.receipts:
+                if time.monotonic() > deadline or not connection.is_connected():
+                    raise AssertionError(f"the broker did not confirm {len(messages)} sends to {queue}")
+                inbox.receipt_arrived.wait(0.5)
     finally:
         connection.disconnect()

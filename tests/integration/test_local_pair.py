@@ -15,6 +15,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import CONSUMED_QUEUE, load_topology
+from brokersync_local.browsing import browse
 from brokersync_local.errors import PortTakenError
 from brokersync_local.moto_server import PROCESS_MARKER
 from brokersync_local.pids import pid_is_ours
@@ -92,9 +93,11 @@ def test_large_purge_rounds_are_confirmed_promptly_over_loopback(dr: StompConnec
     for key in keys:
         connection.send("/queue/ORDERS", "x" * 1024, headers={"persistent": "true", "correlation-id": key})
     connection.disconnect()
+    ids = [f.headers["message-id"] for f in browse(dr, "ORDERS", timeout_s=60)]
+    assert len(ids) == len(keys)
     remover = SelectorRemover(dr)
 
-    rounds = [remover.remove("ORDERS", keys[start : start + 5000]) for start in range(0, len(keys), 5000)]
+    rounds = [remover.remove("ORDERS", ids[start : start + 5000]) for start in range(0, len(ids), 5000)]
 
     assert [len(r.removed) for r in rounds] == [5000] * 4
     assert max(r.elapsed_s for r in rounds) < 8

@@ -12,10 +12,11 @@ import pytest
 from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
-from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger import LedgerEntry, dynamodb_ledger
 from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, deploy
 from brokersync_local.world import LocalWorld
+from tests.integration.stomp_helpers import produce
 
 pytestmark = pytest.mark.broker
 
@@ -35,13 +36,11 @@ def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
     for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
         monkeypatch.setenv(name, value)
     keys = [str(ULID()) for _ in range(40)]
-    connection = dr.connect(name="test-dr-producer")
-    for key in keys:
-        connection.send("/queue/ORDERS", "on DR", headers={"correlation-id": key, "persistent": "true"})
-    connection.disconnect()
+    produce(dr, "ORDERS", [("on DR", {"correlation-id": key}) for key in keys])
+    ids = {f.headers["correlation-id"]: f.headers["message-id"] for f in browse(dr, "ORDERS")}
     consumed, unconsumed = keys[:25], set(keys[25:])
     dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint).record(
-        "ORDERS", [(key, int(time.time() * 1000)) for key in consumed]
+        "ORDERS", [LedgerEntry(key, int(time.time() * 1000), ids[key]) for key in consumed]
     )
     sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
 

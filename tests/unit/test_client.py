@@ -43,12 +43,16 @@ def test_send_refuses_a_correlation_id_that_could_never_be_purged() -> None:
 def test_a_published_receipt_is_one_the_receipts_function_accepts(topology_path: Path) -> None:
     connection = Sent()
 
-    ReceiptPublisher(connection).publish("ORDERS", "01KAQ3ZC9W4T0V5GQ6N8M2R7XH", consumed_at_ms=1795340000000)
+    message_id = "ID:app-41000-1795340000000-1:1:-1:1:7"
+    ReceiptPublisher(connection).publish(
+        "ORDERS", "01KAQ3ZC9W4T0V5GQ6N8M2R7XH", message_id, consumed_at_ms=1795340000000
+    )
 
     [(destination, body, headers)] = connection.frames
     assert destination == "/queue/BROKERSYNC.RECEIPTS"
     assert headers["persistent"] == "true"
-    assert parse_receipt(body, load_topology(topology_path)).key == "01KAQ3ZC9W4T0V5GQ6N8M2R7XH"
+    record = parse_receipt(body, load_topology(topology_path))
+    assert (record.key, record.message_id) == ("01KAQ3ZC9W4T0V5GQ6N8M2R7XH", message_id)
 
 
 def test_already_consumed_asks_the_ledger() -> None:

@@ -59,3 +59,34 @@ def test_the_ulid_timestamp_is_its_creation_time() -> None:
     ulid = ULID()
 
     assert ulid_time_ms(str(ulid)) == ulid.milliseconds
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "01JD5Z8K3M4N5P6Q7R8S9T0V1W\n",  # `$` would match before a trailing newline
+        "01JD5Z8K3M4N5P6Q7R8S9T0V1\u017f",  # LATIN SMALL LETTER LONG S upper-cases to "S"
+        "\u0131" + "1JD5Z8K3M4N5P6Q7R8S9T0V1W",  # DOTLESS I upper-cases to "I"
+    ],
+)
+def test_a_ulid_must_be_the_whole_string_and_ascii(key: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        validate_key(key, "correlation-id")
+
+
+@pytest.mark.parametrize(
+    "message_id",
+    [
+        "ID:vm-40237-1795342445090-7:1:-1:1:1\n",
+        "ID:vm-4\u0663237-1795342445090-7:1:-1:1:1",  # ARABIC-INDIC DIGIT THREE is a \\d
+    ],
+)
+def test_a_message_id_must_be_the_whole_string_and_ascii_digits(message_id: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        validate_key(message_id, "message-id")
+
+
+def test_a_lower_case_ulid_is_accepted_and_stored_upper_case() -> None:
+    key = str(ULID())
+
+    assert validate_key(key.lower(), "correlation-id") == key

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import InvalidKeyError, validate_key
+from brokersync.keys import InvalidKeyError, validate_key, validate_message_id
 from brokersync.topology import SyncKey, Topology
 
 MESSAGE_ID_HEADER = "orignalMessageId"
@@ -74,16 +74,19 @@ def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topol
     if not queue.captures_consumed:
         raise RejectedInputError(RejectReason.NOT_CAPTURED, f"{queue_name!r} is a mirror queue")
 
-    message_id = headers.get(MESSAGE_ID_HEADER) or None
+    raw_id = headers.get(MESSAGE_ID_HEADER) or None
+    message_id = _message_id(raw_id, queue_name)
     kind: SyncKey = queue.sync_key
     key = message.get("correlationId") if kind == "correlation-id" else message_id
     if not key and kind == "correlation-id" and queue.message_id_fallback:
         kind, key = "message-id", message_id
     if not key:
         missing = "correlation id" if kind == "correlation-id" else MESSAGE_ID_HEADER
-        raise RejectedInputError(RejectReason.MISSING_KEY, f"message {message_id} on {queue_name} has no {missing}")
+        raise RejectedInputError(RejectReason.MISSING_KEY, f"message {raw_id} on {queue_name} has no {missing}")
+    if not isinstance(key, str):
+        raise RejectedInputError(RejectReason.INVALID_KEY, f"correlation id of {raw_id} is not a string")
     try:
-        key = validate_key(str(key), kind)
+        key = validate_key(key, kind)
     except InvalidKeyError as e:
         raise RejectedInputError(RejectReason.INVALID_KEY, str(e)) from e
     return ConsumedRecord(
@@ -93,3 +96,13 @@ def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topol
         consumed_at_ms=_consumed_at_ms(message),
         message_id=message_id,
     )
+
+
+def _message_id(raw: str | None, queue_name: str) -> str:
+    """The consumed message's own JMS id: required, because the purge removes exactly that message."""
+    if raw is None:
+        raise RejectedInputError(RejectReason.MISSING_KEY, f"advisory for {queue_name} carries no {MESSAGE_ID_HEADER}")
+    try:
+        return validate_message_id(raw)
+    except InvalidKeyError as e:
+        raise RejectedInputError(RejectReason.INVALID_KEY, f"{MESSAGE_ID_HEADER}: {e}") from e

@@ -50,6 +50,10 @@ def record_receipt_batch(
             logger.warning("receipt %s skipped (%s): %s", message_id, e.reason.value, e.detail)
     if records:
         written = writer.write(records)
+        for record, error in written.refused:
+            result.rejected[RejectReason.INVALID_KEY.value] += 1
+            metrics.add_metric(f"ReceiptRejected_{RejectReason.INVALID_KEY.value}", "Count", 1)
+            logger.warning("receipt for %s on %s refused by the ledger: %s", record.key, record.queue, error)
         result.recorded = written.records
         result.write_units = written.write_units
         metrics.add_metric("Captured", "Count", written.records)

@@ -2,9 +2,13 @@
 
 A receipt is a small JSON object published to ``BROKERSYNC.RECEIPTS``::
 
-    {"queue": "ORDERS", "key": "01JD5Z...", "consumedAt": "2026-11-22T10:00:00.123Z"}
+    {"queue": "ORDERS", "key": "01JD5Z...", "messageId": "ID:host-1-2-3:1:1:1:7",
+     "consumedAt": "2026-11-22T10:00:00.123Z"}
 
-``consumedAt`` may also be epoch milliseconds. Receipts larger than :data:`MAX_RECEIPT_BYTES`
+``messageId`` is the consumed message's own JMS id: required when ``key`` is a ULID, because
+two messages can share a correlation id and the purge removes exactly the one consumed;
+for a message-id key it may be left out (the key is the id). ``consumedAt`` may also be
+epoch milliseconds. Receipts larger than :data:`MAX_RECEIPT_BYTES`
 are refused outright: a receipt is three short fields, so anything bigger is a producer
 publishing to the wrong queue, and parsing it would only waste the batch's time.
 """
@@ -18,7 +22,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import InvalidKeyError, key_kind, validate_key
+from brokersync.keys import InvalidKeyError, key_kind, validate_key, validate_message_id
 from brokersync.topology import Topology
 
 MAX_RECEIPT_BYTES = 4096
@@ -31,6 +35,7 @@ class Receipt(BaseModel):
 
     queue: Annotated[str, Field(min_length=1, max_length=200)]
     key: Annotated[str, Field(min_length=1, max_length=300)]
+    message_id: Annotated[str | None, Field(default=None, alias="messageId", min_length=1, max_length=300)]
     consumed_at_ms: int = Field(alias="consumedAt")
 
     @field_validator("consumed_at_ms", mode="before")
@@ -48,9 +53,12 @@ class Receipt(BaseModel):
         raise ValueError("consumedAt must be ISO 8601 or epoch milliseconds")
 
 
-def receipt_json(queue: str, key: str, consumed_at_ms: int) -> str:
+def receipt_json(queue: str, key: str, consumed_at_ms: int, message_id: str | None = None) -> str:
     """Serialise a receipt exactly as :func:`parse_receipt` expects it (used by the client helper)."""
-    return json.dumps({"queue": queue, "key": key, "consumedAt": consumed_at_ms}, separators=(",", ":"))
+    body: dict[str, object] = {"queue": queue, "key": key, "consumedAt": consumed_at_ms}
+    if message_id is not None:
+        body["messageId"] = message_id
+    return json.dumps(body, separators=(",", ":"))
 
 
 def parse_receipt(data: bytes | str, topology: Topology) -> ConsumedRecord:
@@ -75,6 +83,17 @@ def parse_receipt(data: bytes | str, topology: Topology) -> ConsumedRecord:
         raise RejectedInputError(RejectReason.INVALID_KEY, f"{receipt.queue} is synced by {queue.sync_key}")
     try:
         key = validate_key(receipt.key, kind)
+        message_id = validate_message_id(receipt.message_id) if receipt.message_id is not None else None
     except InvalidKeyError as e:
         raise RejectedInputError(RejectReason.INVALID_KEY, str(e)) from e
-    return ConsumedRecord(queue=queue.name, key=key, key_kind=kind, consumed_at_ms=receipt.consumed_at_ms)
+    if kind == "message-id":
+        if message_id is not None and message_id != key:
+            raise RejectedInputError(RejectReason.INVALID_KEY, "messageId differs from the message-id key")
+        message_id = key
+    elif message_id is None:
+        raise RejectedInputError(
+            RejectReason.MISSING_KEY, f"a receipt for ULID key {key} needs the consumed message's messageId"
+        )
+    return ConsumedRecord(
+        queue=queue.name, key=key, key_kind=kind, consumed_at_ms=receipt.consumed_at_ms, message_id=message_id
+    )

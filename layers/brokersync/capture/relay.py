@@ -13,6 +13,7 @@ the queue is not empty.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import queue as queue_mod
 import threading
@@ -28,7 +29,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.advisory import parse_consumed_advisory
 from brokersync.capture.audit import CaptureAudit
-from brokersync.capture.records import ConsumedRecord, RejectedInputError
+from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.metrics import MetricsSink, NullMetrics
@@ -49,6 +50,9 @@ class RelaySettings:
     flush_interval_s: float = 0.25
     prefetch: int = 1000
     stall_timeout_s: float = 15.0
+    #: How long the broker may take to confirm parked advisories before the batch is given up
+    #: (unacked, so the broker redelivers it).
+    receipt_timeout_s: float = 10.0
 
 
 @dataclass
@@ -93,6 +97,7 @@ class AdvisoryRelay:
         self.clock = clock
         self._inbox = FrameInbox()
         self._connection: stomp.Connection12 | None = None
+        self._receipt_ids = itertools.count(1)
 
     # -- connection -------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -179,7 +184,7 @@ class AdvisoryRelay:
         return frames, False
 
     def _relay_batch(self, frames: list[stomp.utils.Frame], report: RelayReport) -> None:
-        records: list[ConsumedRecord] = []
+        records: list[tuple[ConsumedRecord, stomp.utils.Frame]] = []
         rejected: list[tuple[stomp.utils.Frame, RejectedInputError]] = []
         by_incarnation: Counter[tuple[str, str]] = Counter()
         for frame in frames:
@@ -188,13 +193,20 @@ class AdvisoryRelay:
             except RejectedInputError as e:
                 rejected.append((frame, e))
                 continue
-            records.append(record)
-            by_incarnation[(record.queue, frame.headers.get("originBrokerId", "unknown"))] += 1
+            records.append((record, frame))
 
         if records:
-            written = self.writer.write(records)  # retries inside; raises if the ledger stays down
+            written = self.writer.write([r for r, _ in records])  # retries inside; raises if the ledger stays down
+            refused = {id(record): error for record, error in written.refused}
+            for record, frame in records:
+                if id(record) in refused:
+                    rejected.append((frame, RejectedInputError(RejectReason.INVALID_KEY, str(refused[id(record)]))))
+                else:
+                    by_incarnation[(record.queue, frame.headers.get("originBrokerId", "unknown"))] += 1
+            records = [(r, f) for r, f in records if id(r) not in refused]
             report.write_units += written.write_units
-            oldest = min(r.consumed_at_ms for r in records)
+        if records:
+            oldest = min(r.consumed_at_ms for r, _ in records)
             age_ms = max(0, int(self.clock() * 1000) - oldest)
             report.oldest_age_ms = max(report.oldest_age_ms or 0, age_ms)
             self.metrics.add_metric("Captured", "Count", len(records))
@@ -203,18 +215,25 @@ class AdvisoryRelay:
             self.metrics.add_metric("OldestAdvisoryAgeMs", "Milliseconds", age_ms)
             if self.audit is not None:
                 self.audit.record_captured(by_incarnation)
-        for frame, error in rejected:
-            self._park(frame, error)
-            report.parked[error.reason.value] += 1
-            self.metrics.add_metric("Parked", "Count", 1)
-            logger.warning("advisory parked (%s): %s", error.reason.value, error.detail)
+        if rejected:
+            # The parks are confirmed before any original is acked: an unconfirmed SEND lost
+            # with the connection would otherwise take the only copy of the advisory with it.
+            # The broker handles a connection's frames in order, so a receipt on the last
+            # SEND confirms every one before it.
+            receipt = f"relay-park-{next(self._receipt_ids)}"
+            for index, (frame, error) in enumerate(rejected):
+                self._park(frame, error, receipt if index == len(rejected) - 1 else None)
+                report.parked[error.reason.value] += 1
+                self.metrics.add_metric("Parked", "Count", 1)
+                logger.warning("advisory parked (%s): %s", error.reason.value, error.detail)
+            self._wait_receipt(receipt)
 
         self._ack(frames)
         report.batches += 1
         report.captured += len(records)
-        report.captured_by_queue.update(r.queue for r in records)
+        report.captured_by_queue.update(r.queue for r, _ in records)
 
-    def _park(self, frame: stomp.utils.Frame, error: RejectedInputError) -> None:
+    def _park(self, frame: stomp.utils.Frame, error: RejectedInputError, receipt: str | None = None) -> None:
         """Keep an unrecordable advisory, with why, on a queue operators can inspect and replay."""
         connection = self._require_connection()
         headers = {
@@ -224,8 +243,21 @@ class AdvisoryRelay:
         }
         for name in ("orignalMessageId", "orignalDestination", "original-destination"):
             if name in frame.headers:
-                headers[f"brokersync-{name}"] = frame.headers[name]
+                headers[f"brokersync-{name}"] = frame.headers[name][:500]
+        if receipt is not None:
+            headers["receipt"] = receipt
         connection.send(f"/queue/{PARKED_QUEUE}", frame.body, headers=headers)
+
+    def _wait_receipt(self, receipt: str) -> None:
+        deadline = time.monotonic() + self.settings.receipt_timeout_s
+        inbox = self._inbox
+        with inbox.receipt_arrived:
+            while receipt not in inbox.receipts:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._connection is None or not self._connection.is_connected():
+                    raise BrokerUnavailableError("the primary did not confirm the parked advisories; none was acked")
+                inbox.receipt_arrived.wait(remaining)
+            inbox.receipts.discard(receipt)
 
     def _ack(self, frames: list[stomp.utils.Frame]) -> None:
         connection = self._require_connection()

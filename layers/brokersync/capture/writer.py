@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from brokersync.capture.records import ConsumedRecord
 from brokersync.exceptions import BrokerSyncError
+from brokersync.ledger.base import LedgerEntry
+from brokersync.ledger.exceptions import LedgerRecordRefusedError
 
 if TYPE_CHECKING:
     from brokersync.ledger.base import LedgerStore
@@ -30,6 +32,8 @@ T = TypeVar("T")
 class WriteResult:
     records: int
     write_units: float
+    #: Records the ledger refused outright (never retryable), each with why; the rest were written.
+    refused: tuple[tuple[ConsumedRecord, BrokerSyncError], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,20 +82,43 @@ class LedgerWriter:
         self.retries = 0
 
     def write(self, records: Sequence[ConsumedRecord]) -> WriteResult:
+        """Write every record, or raise; a record the ledger refuses outright is returned, not raised.
+
+        A record the ledger refuses (:class:`LedgerRecordRefusedError`: a key it will never
+        take) would otherwise fail its whole batch again on every redelivery and stall capture
+        for every queue, so the group is written again one record at a time and only the
+        refused ones are handed back (the relay parks them, the receipts path counts them).
+        Any other error (the table is gone, the ledger stays throttled) raises: nothing of the
+        batch may then be acked.
+        """
         by_queue: dict[str, list[ConsumedRecord]] = defaultdict(list)
         for record in records:
             by_queue[record.queue].append(record)
         units = 0.0
+        written = 0
+        refused: list[tuple[ConsumedRecord, BrokerSyncError]] = []
         for queue, group in by_queue.items():
-            entries = [(r.key, r.consumed_at_ms) for r in group]
-            report = call_with_retry(
-                lambda q=queue, e=entries: self.ledger.record(q, e),
-                self.policy,
-                sleep=self.sleep,
-                on_retry=self._count_retry,
-            )
-            units += report.write_units
-        return WriteResult(records=len(records), write_units=units)
+            try:
+                units += self._write_group(queue, group)
+                written += len(group)
+            except LedgerRecordRefusedError:
+                for record in group:
+                    try:
+                        units += self._write_group(queue, [record])
+                        written += 1
+                    except LedgerRecordRefusedError as single:
+                        refused.append((record, single))
+        return WriteResult(records=written, write_units=units, refused=tuple(refused))
+
+    def _write_group(self, queue: str, group: Sequence[ConsumedRecord]) -> float:
+        entries = [LedgerEntry(r.key, r.consumed_at_ms, r.message_id) for r in group]
+        report = call_with_retry(
+            lambda: self.ledger.record(queue, entries),
+            self.policy,
+            sleep=self.sleep,
+            on_retry=self._count_retry,
+        )
+        return report.write_units
 
     def _count_retry(self, error: BrokerSyncError, attempt: int) -> None:
         self.retries += 1

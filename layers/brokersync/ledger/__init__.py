@@ -6,16 +6,18 @@ See ``ledger.py`` for the layout and why it costs what it costs.
 
 from __future__ import annotations
 
-from brokersync.ledger.base import LedgerStore, PendingKey, WriteReport
+from brokersync.ledger.base import LedgerEntry, LedgerStore, PendingKey, WriteReport
 from brokersync.ledger.dynamodb import DynamoDBBackend, ledger_model
-from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
+from brokersync.ledger.exceptions import LedgerError, LedgerRecordRefusedError, LedgerUnavailableError
 from brokersync.ledger.ledger import Ledger
 from brokersync.ledger.memory import MemoryBackend
 
 __all__ = [
     "DynamoDBBackend",
     "Ledger",
+    "LedgerEntry",
     "LedgerError",
+    "LedgerRecordRefusedError",
     "LedgerStore",
     "LedgerUnavailableError",
     "MemoryBackend",

@@ -3,10 +3,11 @@
 Three kinds of item live in one table (keys ``pk``/``sk``, TTL attribute ``expires_at``):
 
 * capture ``C#<queue>#<shard>`` / ``<bucket ms>``: the keys consumed from a queue in one
-  250 ms bucket of consume time, as sets. ULID keys are 18-byte elements (16-byte ULID +
-  2-byte ms offset in the bucket); message-id keys are ``"<offset>|<hash><tail>"`` strings,
-  where the long connection prefix every id of one producer shares (``ID:host-port-start-n``)
-  is stored once per item as ``"<hash>|<prefix>"`` in a third set. Writes
+  250 ms bucket of consume time, as sets. Elements are encoded by :mod:`brokersync.ledger.codec`
+  (ULID keys: 16-byte ULID + 2-byte ms offset + the consumed message's id as a reference;
+  message-id keys: ``"<offset>|<hash><tail>"`` strings), where the long connection prefix every
+  id of one producer shares (``ID:host-port-start-n``) is stored once per item as
+  ``"<hash>|<prefix>"`` in a third set. Writes
   ADD to the sets, so recording a key twice is a no-op: replays cannot duplicate anything.
   Written in the primary region only.
 * work pointer ``Q#<queue>`` / ``<write ms>#<digest>``: one per write, naming the capture
@@ -23,7 +24,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-BUCKET_MS = 250
+from brokersync.ledger.codec import BUCKET_MS
+
+__all__ = ["BUCKET_MS"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class LedgerEntry(NamedTuple):
+    """One consumed message: its sync key, when it was consumed, and its own JMS message id.
+
+    ``message_id`` is what makes removal exact: two messages can share a correlation id (a
+    producer's retry, an application reusing one), and only the one consumed on the primary
+    may leave DR. For message-id keys it is the key itself and may be left out.
+    """
+
+    key: str
+    consumed_at_ms: int
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +34,9 @@ class PendingKey:
 
     key: str
     consumed_at_ms: int
+    #: The JMS message id of the consumed message: the purge removes exactly the DR copies
+    #: carrying it. ``None`` when the ledger cannot name it exactly (the purge never guesses).
+    message_id: str | None = None
     #: Where the ledger holds this key (a key recorded twice, by an advisory and a receipt,
     #: has two places); marking resolves all of them. Opaque to callers.
     locations: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -34,19 +50,19 @@ class LedgerStore(ABC):
     """
 
     @abstractmethod
-    def record(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
-        """Record ``(key, consumed_at_ms)`` pairs consumed from ``queue``, as one batch."""
+    def record(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
+        """Record entries consumed from ``queue``, as one batch (a bare ``(key, ms)`` has no message id)."""
 
     @abstractmethod
     def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
         """Up to ``limit`` unresolved keys of ``queue``, oldest consume first."""
 
     @abstractmethod
-    def mark_purged(self, queue: str, keys: Sequence[str]) -> WriteReport:
+    def mark_purged(self, queue: str, keys: Sequence[PendingKey]) -> WriteReport:
         """The purge removed these keys' messages from DR."""
 
     @abstractmethod
-    def mark_missing(self, queue: str, keys: Sequence[str]) -> WriteReport:
+    def mark_missing(self, queue: str, keys: Sequence[PendingKey]) -> WriteReport:
         """These keys never showed up on DR within the cutoff: counted, no longer pending."""
 
     @abstractmethod
@@ -57,6 +73,6 @@ class LedgerStore(ABC):
     def was_consumed(self, queue: str, key: str, window: timedelta) -> bool:
         """Whether ``key`` was consumed from ``queue`` within ``window`` of its creation (or of now)."""
 
-    def add_pending(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+    def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair path: keys reconciliation found on DR although consumed; the purge removes them."""
         return self.record(queue, entries)

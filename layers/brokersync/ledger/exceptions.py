@@ -13,3 +13,15 @@ class LedgerUnavailableError(LedgerError):
     """Throttled, or the service failed transiently: retry with backoff."""
 
     retryable = True
+
+
+class LedgerRecordRefusedError(LedgerError):
+    """One record of a batch can never be stored (its key is malformed); the rest of the batch can.
+
+    Capture paths validate keys before they reach the ledger, so this is the last guard: the
+    writer isolates the record and hands it back to be parked, instead of failing the batch.
+    """
+
+    def __init__(self, key: object, reason: str) -> None:
+        self.key = key
+        super().__init__(reason)

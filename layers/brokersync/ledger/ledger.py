@@ -16,25 +16,25 @@ Why the layout in :mod:`brokersync.ledger.backend`:
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import struct
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key
-from brokersync.ledger.backend import BUCKET_MS, ItemRef, KeySets, Marks, Pointer, TableBackend, write_units
-from brokersync.ledger.base import LedgerStore, PendingKey, WriteReport
-from brokersync.ledger.codec import ulid_bytes, ulid_from_bytes
-from brokersync.ledger.exceptions import LedgerError
+from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key, validate_message_id
+from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, write_units
+from brokersync.ledger.base import LedgerEntry, LedgerStore, PendingKey, WriteReport
+from brokersync.ledger.codec import Decoded, bucket_of, decode_item, encode
+from brokersync.ledger.exceptions import LedgerRecordRefusedError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = timedelta(days=7)
 DEFAULT_SHARDS = 2
 #: How long after its creation a ULID-keyed message is looked for by ``was_consumed``.
 DEFAULT_CONSUME_LAG = timedelta(minutes=15)
-_OFFSET = struct.Struct(">H")
 #: Work pointers read per page, and pages read at most per ``pending`` call.
 POINTER_PAGE = 100
 MAX_POINTER_PAGES = 20
@@ -46,40 +46,23 @@ def _shard(key: str, shards: int) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") % shards
 
 
-def _bucket(ms: int) -> int:
-    return ms - ms % BUCKET_MS
+def _decode(bucket_ms: int, keys: KeySets) -> list[Decoded]:
+    return decode_item(bucket_ms, keys.ulids, keys.message_ids, keys.prefixes)
 
 
-def _prefix_hash(prefix: str) -> str:
-    return base64.b32encode(hashlib.blake2b(prefix.encode(), digest_size=5).digest()).decode()
-
-
-def _split_message_id(key: str) -> tuple[str, str]:
-    """``ID:host-port-start-n`` (shared by a producer's connection) and the ``:c:s:p:seq`` tail."""
-    cut = key.index(":", 3)
-    return key[:cut], key[cut:]
-
-
-def _element(key: str, consumed_at_ms: int) -> tuple[str, bytes | str, str | None]:
-    """The set element for a key consumed at a time, and (message ids) its prefix entry."""
-    offset = consumed_at_ms - _bucket(consumed_at_ms)
-    if key_kind(key) == "correlation-id":
-        return "u", ulid_bytes(key) + _OFFSET.pack(offset), None
-    prefix, tail = _split_message_id(key)
-    hashed = _prefix_hash(prefix)
-    return "m", f"{offset}|{hashed}{tail}", f"{hashed}|{prefix}"
-
-
-def _decode(bucket_ms: int, keys: KeySets) -> list[tuple[str, int, bytes | str]]:
-    """``(key, consumed_at_ms, element)`` for every element of a capture item."""
-    decoded: list[tuple[str, int, bytes | str]] = []
-    for element in keys.ulids:
-        decoded.append((ulid_from_bytes(element[:16]), bucket_ms + _OFFSET.unpack(element[16:])[0], element))
-    prefixes = dict(entry.split("|", 1) for entry in keys.prefixes)
-    for element in keys.message_ids:
-        offset, _, compact = element.partition("|")
-        decoded.append((prefixes[compact[:8]] + compact[8:], bucket_ms + int(offset), element))
-    return decoded
+def _valid_entry(entry: LedgerEntry | tuple[str, int]) -> LedgerEntry:
+    """The entry with its key and message id validated (and a ULID upper-cased); raises InvalidKeyError."""
+    key, consumed_at_ms, *rest = entry
+    message_id = rest[0] if rest else None
+    kind = key_kind(key)
+    key = validate_key(key, kind)
+    if kind == "message-id":
+        if message_id is not None and message_id != key:
+            raise InvalidKeyError(str(message_id), "message-id")
+        message_id = key
+    elif message_id is not None:
+        message_id = validate_message_id(message_id)
+    return LedgerEntry(key, int(consumed_at_ms), message_id)
 
 
 class Ledger(LedgerStore):
@@ -104,20 +87,24 @@ class Ledger(LedgerStore):
         return int(self.clock() + self.ttl.total_seconds())
 
     # -- writes (primary region) --------------------------------------------------------------
-    def record(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+    def record(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
+        """Record a batch; a malformed key refuses the whole call (capture paths validate before this)."""
         groups: dict[ItemRef, KeySets] = defaultdict(KeySets)
-        for key, consumed_at_ms in entries:
+        for entry in entries:
             try:
-                valid = validate_key(key, key_kind(key))
-            except InvalidKeyError as e:
-                raise LedgerError(f"refusing to record on {queue}: {e}") from e
-            kind, element, prefix = _element(valid, consumed_at_ms)
-            ref = ItemRef(_shard(valid, self.shards), _bucket(consumed_at_ms))
-            if kind == "u":
-                groups[ref].ulids.add(element)  # type: ignore[arg-type]
+                valid = _valid_entry(entry)
+            except (InvalidKeyError, TypeError, ValueError) as e:
+                raise LedgerRecordRefusedError(
+                    entry[0] if entry else None, f"refusing to record on {queue}: {e}"
+                ) from e
+            encoded = encode(valid.key, valid.consumed_at_ms, valid.message_id)
+            ref = ItemRef(_shard(valid.key, self.shards), bucket_of(valid.consumed_at_ms))
+            if encoded.ulid:
+                groups[ref].ulids.add(encoded.element)  # type: ignore[arg-type]
             else:
-                groups[ref].message_ids.add(element)  # type: ignore[arg-type]
-                groups[ref].prefixes.add(prefix)  # type: ignore[arg-type]
+                groups[ref].message_ids.add(encoded.element)  # type: ignore[arg-type]
+            if encoded.prefix_entry is not None:
+                groups[ref].prefixes.add(encoded.prefix_entry)
         if not groups:
             return WriteReport(items=0, write_units=0.0)
         expires_at = self._expires_at()
@@ -132,15 +119,19 @@ class Ledger(LedgerStore):
 
     # -- reads and marks (DR region) -----------------------------------------------------------
     def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
-        """Unresolved keys, oldest consume first, read from the oldest work pointers on.
+        """Unresolved consumed messages, oldest consume first, read from the oldest work pointers on.
 
-        Pointers are read a page at a time until ``limit`` keys are found (or
-        :data:`MAX_POINTER_PAGES` pages were read, bounding one call's cost); the keys found
-        are sorted by consume time before the cut, so a batch written late with older keys
-        still comes first. Pointers whose items are all resolved are deleted on the way.
+        One entry per consumed message: a key consumed twice (two messages sharing a
+        correlation id) is two entries with two message ids. Pointers are read a page at a
+        time until ``limit`` entries are found (or :data:`MAX_POINTER_PAGES` pages were read,
+        bounding one call's cost); what was found is sorted by consume time before the cut,
+        so a batch written late with older keys still comes first. Pointers whose items are
+        all resolved are deleted on the way. An element whose message id cannot be named
+        exactly (a prefix-hash collision) is marked missing at once and logged: the purge
+        never removes what it cannot name.
         """
-        found: dict[str, int] = {}
-        places: dict[str, list[tuple[ItemRef, bytes | str]]] = defaultdict(list)
+        found: dict[tuple[str, str | None], int] = {}
+        places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]] = defaultdict(list)
         after: str | None = None
         for _page in range(MAX_POINTER_PAGES):
             pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
@@ -149,28 +140,47 @@ class Ledger(LedgerStore):
             if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
             after = pointers[-1].sk
-        ordered = sorted(found.items(), key=lambda item: (item[1], item[0]))
-        return [PendingKey(key, consumed_at, tuple(places[key])) for key, consumed_at in ordered[:limit]]
+        ordered = sorted(found.items(), key=lambda item: (item[1], item[0][0], item[0][1] or ""))
+        return [
+            PendingKey(key, consumed_at, message_id, tuple(places[(key, message_id)]))
+            for (key, message_id), consumed_at in ordered[:limit]
+        ]
 
     def _collect(
         self,
         queue: str,
         pointer: Pointer,
-        found: dict[str, int],
-        places: dict[str, list[tuple[ItemRef, bytes | str]]],
+        found: dict[tuple[str, str | None], int],
+        places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]],
     ) -> None:
         captured = self.backend.captured(queue, pointer.refs)
         marks = self.backend.marks(queue, pointer.refs)
         unresolved = 0
+        unnameable: dict[ItemRef, Marks] = defaultdict(Marks)
         for ref in pointer.refs:
             done = marks.get(ref, Marks())
             resolved = done.purged.ulids | done.missing.ulids | done.purged.message_ids | done.missing.message_ids
-            for key, consumed_at, element in _decode(ref.bucket_ms, captured.get(ref, KeySets())):
-                if element in resolved:
+            for item in _decode(ref.bucket_ms, captured.get(ref, KeySets())):
+                if item.element in resolved:
+                    continue
+                if item.ambiguous or item.key is None:
+                    sets = unnameable[ref].missing
+                    (sets.ulids if isinstance(item.element, bytes) else sets.message_ids).add(item.element)  # type: ignore[arg-type]
                     continue
                 unresolved += 1
-                found[key] = min(found.get(key, consumed_at), consumed_at)
-                places[key].append((ref, element))
+                place = (item.key, item.message_id)
+                found[place] = min(found.get(place, item.consumed_at_ms), item.consumed_at_ms)
+                places[place].append((ref, item.element))
+        if unnameable:
+            expires_at = self._expires_at()
+            for ref, refused in unnameable.items():
+                self.backend.add_marks(queue, ref, refused, expires_at)
+            logger.error(
+                "%d ledger elements of %s name their message id ambiguously (prefix hash collision): "
+                "marked missing, never removed; the reconciliation reports them",
+                sum(len(m.missing.ulids) + len(m.missing.message_ids) for m in unnameable.values()),
+                queue,
+            )
         if unresolved == 0:
             self.backend.delete_pointer(queue, pointer.sk)
 
@@ -185,8 +195,8 @@ class Ledger(LedgerStore):
         for pending in keys:
             locations = pending.locations or (
                 (
-                    ItemRef(_shard(pending.key, self.shards), _bucket(pending.consumed_at_ms)),
-                    _element(pending.key, pending.consumed_at_ms)[1],
+                    ItemRef(_shard(pending.key, self.shards), bucket_of(pending.consumed_at_ms)),
+                    encode(pending.key, pending.consumed_at_ms, pending.message_id).element,
                 ),
             )
             for ref, element in locations:
@@ -201,12 +211,12 @@ class Ledger(LedgerStore):
 
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
         hits: dict[str, int] = {}
-        first, last = _bucket(max(0, start_ms)), _bucket(min(end_ms, _LAST_MS))
+        first, last = bucket_of(max(0, start_ms)), bucket_of(min(end_ms, _LAST_MS))
         for shard in range(self.shards):
             for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
-                for key, consumed_at, _ in _decode(bucket_ms, keys):
-                    if start_ms <= consumed_at < end_ms:
-                        hits[key] = min(hits.get(key, consumed_at), consumed_at)
+                for item in _decode(bucket_ms, keys):
+                    if item.key is not None and start_ms <= item.consumed_at_ms < end_ms:
+                        hits[item.key] = min(hits.get(item.key, item.consumed_at_ms), item.consumed_at_ms)
         return [key for key, _ in sorted(hits.items(), key=lambda item: (item[1], item[0]))]
 
     def was_consumed(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> bool:
@@ -222,12 +232,13 @@ class Ledger(LedgerStore):
         )
         end = start + int(window.total_seconds() * 1000)
         shard = _shard(key, self.shards)
-        for bucket_ms, keys in self.backend.captured_range(queue, shard, _bucket(start), _bucket(end)):
-            if any(found == key for found, _t, _e in _decode(bucket_ms, keys)):
+        for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
+            if any(item.key == key for item in _decode(bucket_ms, keys)):
                 return True
         return False
 
-    def add_pending(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
-        """Repair: record keys as consumed now, so they are new work for the purge whatever their age."""
+    def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
+        """Repair: record entries as consumed now, so they are new work for the purge whatever their age."""
         now_ms = int(self.clock() * 1000)
-        return self.record(queue, [(key, now_ms) for key, _ in entries])
+        repaired = [LedgerEntry(*entry) for entry in entries]
+        return self.record(queue, [LedgerEntry(e.key, now_ms, e.message_id) for e in repaired])

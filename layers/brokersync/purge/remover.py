@@ -1,23 +1,39 @@
-"""Removing messages from a DR queue by selector, touching nothing else.
+"""Removing messages from a DR queue by their JMS message id, touching nothing else.
+
+The remover is given the message ids of messages consumed on the primary. Selecting on the
+message id, not the correlation id, is what makes removal exact: two messages can share a
+correlation id (a producer that retried a send after a lost receipt, an application that
+reuses one), and only the copy of the message that was consumed may leave DR. The bridge
+keeps a message's id, so a copy that the bridge delivered twice (a redelivery after a
+reconnect) carries the same id as its original, and both copies go: they are one message.
 
 For each selector batch the remover opens a client-individual subscription whose selector
-names exactly the batch's keys, acks every frame it receives (from its own thread, never
-stomp.py's listener thread), and closes the subscription when every key was found or no
-frame arrived for ``settle_s``. Keys not found stay pending: they may still be on the
-bridge, or deeper in the queue than the broker pages into memory.
+is ``JMSMessageID IN (...)`` over exactly the batch, acks every frame it receives (from its
+own thread, never stomp.py's listener thread), and closes the subscription when every id
+was found or no frame arrived for ``settle_s``. Ids not found stay pending: the copy may
+still be on the bridge, or deeper in the queue than the broker pages into memory.
 
-Two guards keep the invariant "a message whose key is not in the ledger is never
-received, acked, nacked or redelivered by the purge":
+Why the invariant holds ("a message not consumed on the primary is never received, acked,
+nacked or redelivered by the purge"): ActiveMQ returns a subscription's delivered-but-unacked
+frames with their redelivery counter raised (STOMP's UNSUBSCRIBE carries no
+last-delivered sequence), so the purge must never be *delivered* a frame it may not
+remove. The selector guarantees that: it names only consumed messages, built from validated,
+quoted ids (:mod:`brokersync.purge.selectors`). Every frame is still checked before it is
+acked:
 
-* the selector is built from validated, quoted keys only (:mod:`brokersync.purge.selectors`);
-* every received frame's key is checked against the batch before it is acked. A frame
-  outside the batch would mean the broker evaluated the selector wrongly; it is not acked
-  and the run stops with :class:`PurgeInvariantError`, which the edge turns into an alarm.
+* a frame of an open subscription whose id that subscription selected is acked;
+* a frame of a subscription this call already closed (it raced the UNSUBSCRIBE) is *late*:
+  it is a selected, consumed message, it cannot be acked any more, the broker puts it back
+  and a later round removes it. Counted, never an error;
+* anything else (an id no subscription asked for, a subscription id we never opened) is a
+  violation: it is not acked, the call stops with :class:`PurgeInvariantError`, which the
+  purge loop never retries and the edge turns into an alarm.
 
-The last UNSUBSCRIBE of a run carries a receipt, and the broker processes a connection's frames in
-order, so when the receipt arrives every ack before it has been applied. Only then are the
-keys returned as removed (and marked purged in the ledger by the caller): a connection that
-drops earlier leaves the keys pending, and a re-run finds the same messages again.
+The last UNSUBSCRIBE of a group carries a receipt, and the broker processes a connection's
+frames in order, so when the receipt arrives every ack before it has been applied. Only then
+are that group's ids returned as removed (and marked purged by the caller). A failure in a
+later group keeps the confirmed removals of the groups before it: they are returned with the
+error, not thrown away.
 """
 
 from __future__ import annotations
@@ -33,15 +49,13 @@ import stomp
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
-from brokersync.keys import key_kind
 from brokersync.purge.selectors import selector_batches
-from brokersync.topology import SyncKey
-
-_FRAME_KEY_HEADER: dict[SyncKey, str] = {"correlation-id": "correlation-id", "message-id": "message-id"}
 
 
 class PurgeInvariantError(BrokerSyncError):
-    """The broker delivered a message whose key the purge did not ask for. Never retried."""
+    """The broker delivered a message the purge did not ask for. Never retried."""
+
+    retryable = False
 
 
 @dataclass(frozen=True)
@@ -54,18 +68,39 @@ class RemoverSettings:
     timeout_s: float = 20.0
     #: Subscriptions open at once on the connection (one per selector batch).
     parallel_subscriptions: int = 16
+    #: A group is not started with less time than this left before the deadline: it could not
+    #: settle and confirm its acks in time.
+    min_group_s: float = 1.0
 
 
 @dataclass
 class RemovalResult:
+    """What one ``remove`` call did. ``removed`` holds only ids whose acks the broker confirmed."""
+
     removed: list[str] = field(default_factory=list)
     not_found: list[str] = field(default_factory=list)
+    #: Frames of already-closed subscriptions: consumed messages the broker put back.
+    late: int = 0
+    #: Copies acked beyond the first for one id (bridge redeliveries of one message).
+    extra_copies: int = 0
     subscriptions: int = 0
     elapsed_s: float = 0.0
+    #: Why the call stopped early, with ``removed`` still valid; ``None`` when it ran to the end.
+    error: BrokerSyncError | None = None
+    #: Groups skipped because the deadline was too close.
+    deferred: int = 0
+
+
+@dataclass
+class _Subscription:
+    selected: frozenset[str]
+    outstanding: set[str]
+    acked: list[str] = field(default_factory=list)
+    open: bool = True
 
 
 class SelectorRemover:
-    """Removes messages by sync key from queues on one broker (the DR broker)."""
+    """Removes messages by message id from queues on one broker (the DR broker)."""
 
     _ids = itertools.count(1)
 
@@ -73,34 +108,42 @@ class SelectorRemover:
         self.connector = connector
         self.settings = settings or RemoverSettings()
 
-    def remove(self, queue: str, keys: list[str]) -> RemovalResult:
-        """Remove the messages of ``queue`` keyed by ``keys`` (either kind, mixed); report what was found."""
+    def remove(self, queue: str, message_ids: list[str], *, deadline: float | None = None) -> RemovalResult:
+        """Remove the messages of ``queue`` whose JMS message id is in ``message_ids``; report what was found.
+
+        ``deadline`` (``time.monotonic()`` seconds) bounds the call beyond ``timeout_s``: a
+        Lambda invocation passes its remaining time, so a round never outlives it.
+        """
         started = time.monotonic()
+        limit = started + self.settings.timeout_s
+        if deadline is not None:
+            limit = min(limit, deadline)
         result = RemovalResult()
-        by_kind: dict[SyncKey, list[str]] = {"correlation-id": [], "message-id": []}
-        for key in keys:
-            by_kind[key_kind(key)].append(key)
-        batches = [
-            (kind, batch, selector)
-            for kind, kind_keys in by_kind.items()
-            if kind_keys
-            for batch, selector in selector_batches(kind_keys, kind)
-        ]
+        batches = selector_batches(message_ids, "message-id")
         if not batches:
             return result
+        subscriptions: dict[str, _Subscription] = {}
         inbox = FrameInbox()
         connection = self.connector.connect(inbox, name="brokersync-purge")
         try:
             step = self.settings.parallel_subscriptions
             for offset in range(0, len(batches), step):
+                if limit - time.monotonic() < self.settings.min_group_s:
+                    result.deferred = len(range(offset, len(batches), step))
+                    break
                 group = batches[offset : offset + step]
-                self._remove_group(connection, inbox, queue, group, result, started)
-                result.subscriptions += len(group)
+                try:
+                    self._remove_group(connection, inbox, queue, group, subscriptions, result, limit)
+                except BrokerSyncError as e:
+                    result.error = e
+                    break
+                finally:
+                    result.subscriptions += len(group)
         finally:
             with contextlib.suppress(Exception):
                 connection.disconnect()
         removed = set(result.removed)
-        result.not_found = [k for k in dict.fromkeys(keys) if k not in removed]
+        result.not_found = [k for k in dict.fromkeys(message_ids) if k not in removed]
         result.elapsed_s = time.monotonic() - started
         return result
 
@@ -109,48 +152,77 @@ class SelectorRemover:
         connection: stomp.Connection12,
         inbox: FrameInbox,
         queue: str,
-        group: list[tuple[SyncKey, list[str], str]],
+        group: list[tuple[list[str], str]],
+        subscriptions: dict[str, _Subscription],
         result: RemovalResult,
-        started: float,
+        limit: float,
     ) -> None:
-        kinds: dict[str, SyncKey] = {}
-        expected: dict[str, set[str]] = {}
-        for kind, batch, selector in group:
+        opened: list[str] = []
+        for batch, selector in group:
             sub_id = f"purge-{next(self._ids)}"
-            kinds[sub_id] = kind
-            expected[sub_id] = set(batch)
+            subscriptions[sub_id] = _Subscription(frozenset(batch), set(batch))
+            opened.append(sub_id)
             connection.subscribe(
                 f"/queue/{queue}",
                 id=sub_id,
                 ack="client-individual",
                 headers={"selector": selector, "activemq.prefetchSize": str(min(self.settings.prefetch, len(batch)))},
             )
-        acked: list[str] = []
+        violation: PurgeInvariantError | None = None
         confirmed = False
         try:
-            outstanding = sum(len(v) for v in expected.values())
             last_frame = time.monotonic()
-            deadline = started + self.settings.timeout_s
-            while outstanding > 0:
-                wait = min(last_frame + self.settings.settle_s, deadline) - time.monotonic()
-                item = self._next(inbox, wait)
-                if item is None:
+            while any(subscriptions[s].outstanding for s in opened):
+                wait = min(last_frame + self.settings.settle_s, limit) - time.monotonic()
+                frame = self._next(inbox, wait)
+                if frame is None:
                     break
-                acked.append(self._ack_selected(connection, item, queue, kinds, expected))
-                outstanding -= 1
+                violation = self._handle(connection, frame, queue, subscriptions, result)
+                if violation is not None:
+                    break
                 last_frame = time.monotonic()
-            # Frames that raced the settle timeout are selected keys too: ack them rather than
+            # Frames that raced the settle timeout are selected ids too: ack them rather than
             # let the unsubscribe hand them back with a raised redelivery counter.
-            while (item := self._next(inbox, 0)) is not None:
-                acked.append(self._ack_selected(connection, item, queue, kinds, expected))
-            self._unsubscribe_confirmed(connection, inbox, list(kinds))
+            while violation is None and (frame := self._next(inbox, 0)) is not None:
+                violation = self._handle(connection, frame, queue, subscriptions, result)
+            self._unsubscribe_confirmed(connection, inbox, opened, subscriptions, limit)
             confirmed = True
         finally:
             if not confirmed:
-                for sub_id in kinds:
+                for sub_id in opened:
+                    subscriptions[sub_id].open = False
                     with contextlib.suppress(Exception):
                         connection.unsubscribe(sub_id)
-        result.removed.extend(acked)
+        for sub_id in opened:
+            result.removed.extend(dict.fromkeys(subscriptions[sub_id].acked))
+        if violation is not None:
+            raise violation
+
+    def _handle(
+        self,
+        connection: stomp.Connection12,
+        frame: stomp.utils.Frame,
+        queue: str,
+        subscriptions: dict[str, _Subscription],
+        result: RemovalResult,
+    ) -> PurgeInvariantError | None:
+        """Ack ``frame`` if, and only if, an open subscription of ours selected its id; else say why not."""
+        sub_id = frame.headers.get("subscription", "")
+        message_id = frame.headers.get("message-id", "")
+        subscription = subscriptions.get(sub_id)
+        if subscription is None or message_id not in subscription.selected:
+            return PurgeInvariantError(
+                f"subscription {sub_id!r} on {queue} received {message_id!r}, which it did not select; not acked"
+            )
+        if not subscription.open:
+            result.late += 1
+            return None
+        if message_id not in subscription.outstanding:
+            result.extra_copies += 1
+        subscription.outstanding.discard(message_id)
+        connection.ack(frame.headers["ack"])
+        subscription.acked.append(message_id)
+        return None
 
     @staticmethod
     def _next(inbox: FrameInbox, wait: float) -> stomp.utils.Frame | None:
@@ -163,32 +235,23 @@ class SelectorRemover:
         assert isinstance(item, stomp.utils.Frame)
         return item
 
-    @staticmethod
-    def _ack_selected(
+    def _unsubscribe_confirmed(
+        self,
         connection: stomp.Connection12,
-        frame: stomp.utils.Frame,
-        queue: str,
-        kinds: dict[str, SyncKey],
-        expected: dict[str, set[str]],
-    ) -> str:
-        """Ack ``frame`` if, and only if, its key is one its subscription asked for."""
-        sub_id = frame.headers.get("subscription", "")
-        key = frame.headers.get(_FRAME_KEY_HEADER[kinds[sub_id]], "") if sub_id in kinds else ""
-        if key not in expected.get(sub_id, set()):
-            raise PurgeInvariantError(
-                f"subscription {sub_id!r} on {queue} received {key!r}, which it did not select; not acked"
-            )
-        expected[sub_id].discard(key)
-        connection.ack(frame.headers["ack"])
-        return key
-
-    def _unsubscribe_confirmed(self, connection: stomp.Connection12, inbox: FrameInbox, sub_ids: list[str]) -> None:
+        inbox: FrameInbox,
+        sub_ids: list[str],
+        subscriptions: dict[str, _Subscription],
+        limit: float,
+    ) -> None:
         """Unsubscribe; the last UNSUBSCRIBE carries a receipt, so its arrival confirms every ack before it."""
         receipt = f"purge-confirm-{next(self._ids)}"
+        for sub_id in sub_ids:
+            subscriptions[sub_id].open = False
         for sub_id in sub_ids[:-1]:
             connection.unsubscribe(sub_id)
         connection.unsubscribe(sub_ids[-1], headers={"receipt": receipt})
-        deadline = time.monotonic() + self.settings.timeout_s
+        # The receipt gets a few seconds even past the deadline: acks already sent are worth confirming.
+        deadline = max(limit, time.monotonic() + min(5.0, self.settings.timeout_s))
         with inbox.receipt_arrived:
             while receipt not in inbox.receipts:
                 remaining = deadline - time.monotonic()

@@ -1,8 +1,11 @@
 """One purge pass per synced queue: pending keys from the ledger, removed from DR, then marked.
 
-Order matters for the invariant: only keys the ledger holds are ever put in a selector,
-and a key is marked purged only after the broker confirmed the acks of its removal
-(:class:`SelectorRemover`). A key not found stays pending (the copy may still be on the
+Order matters for the invariant: only message ids the ledger holds as consumed are ever put
+in a selector, and an entry is marked purged only after the broker confirmed the acks of its
+removal (:class:`SelectorRemover`); confirmed removals are marked even when the round then
+stops on an error, and the error is raised after that. An entry the ledger cannot name by
+message id is never removed: it is marked missing at once and counted (``Unnameable``).
+A key not found stays pending (the copy may still be on the
 bridge, or beyond what the DR broker pages into memory); once its consume time is older
 than ``missing_after`` it is marked missing and counted, which stops the purge from looking
 for it forever and tells the operator that DR never received it (or lost it).
@@ -95,7 +98,7 @@ class PurgeService:
         self._waiting: dict[str, dict[str, float]] = {}
 
     def run(self, max_seconds: float, *, stop_when_idle: bool = False, stop_when_stalled: bool = False) -> PurgeReport:
-        """Purge rounds over every sync queue until ``max_seconds`` pass.
+        """Purge rounds over every sync queue until ``max_seconds`` pass; no round outlives them.
 
         ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
         removed nothing (a failback's catch-up: what is still pending is not on the broker now).
@@ -105,7 +108,7 @@ class PurgeService:
         while time.monotonic() < deadline:
             progress = 0
             for queue in (q for q in self.topology.queues if q.captures_consumed):
-                result = self.purge_queue(queue.name)
+                result = self.purge_queue(queue.name, deadline=deadline)
                 summary = report.queues.setdefault(queue.name, QueueReport())
                 summary.purged += result.purged
                 summary.missing += result.missing
@@ -120,8 +123,8 @@ class PurgeService:
                 time.sleep(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())))
         return report
 
-    def purge_queue(self, queue: str) -> QueueReport:
-        """One round for one queue."""
+    def purge_queue(self, queue: str, *, deadline: float | None = None) -> QueueReport:
+        """One round for one queue; ``deadline`` (monotonic seconds) bounds the removal."""
         result = QueueReport()
         waiting = self._waiting.setdefault(queue, {})
         pending = self.ledger.pending(queue, limit=self.settings.batch_keys + len(waiting))
@@ -130,33 +133,49 @@ class PurgeService:
             self.metrics.add_metric("PendingPurge", "Count", 0)
             return result
         started = time.monotonic()
-        candidates = [p.key for p in pending if waiting.get(p.key, 0.0) <= started][: self.settings.batch_keys]
-        removal = self.remover.remove(queue, candidates) if candidates else None
+        unnameable = [p for p in pending if p.message_id is None]
+        if unnameable:
+            self.ledger.mark_missing(queue, unnameable)
+            self.metrics.add_metric("Unnameable", "Count", len(unnameable))
+            logger.error(
+                "%d consumed entries of %s name no message id: never removed, marked missing", len(unnameable), queue
+            )
+            pending = [p for p in pending if p.message_id is not None]
+        candidates = list(
+            dict.fromkeys(p.message_id for p in pending if p.message_id and waiting.get(p.message_id, 0.0) <= started)
+        )[: self.settings.batch_keys]
+        removal = self.remover.remove(queue, candidates, deadline=deadline) if candidates else None
         removed = set(removal.removed) if removal else set()
         retry_at = time.monotonic() + self.settings.retry_not_found_s
-        for key in candidates:
-            if key in removed:
-                waiting.pop(key, None)
+        for message_id in candidates:
+            if message_id in removed:
+                waiting.pop(message_id, None)
             else:
-                waiting[key] = retry_at
-        purged = [p for p in pending if p.key in removed]
+                waiting[message_id] = retry_at
+        purged = [p for p in pending if p.message_id in removed]
         if purged:
             self.ledger.mark_purged(queue, purged)
+        if removal is not None and removal.late:
+            self.metrics.add_metric("PurgeLateFrames", "Count", removal.late)
+        if removal is not None and removal.error is not None:
+            # The purge loop counts a PurgeInvariantError (its own state, then Fail): not here too.
+            self.metrics.add_metric("Purged", "Count", len(purged))
+            raise removal.error
         now_ms = int(self.clock() * 1000)
         cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
-        missing = [p for p in pending if p.key not in removed and p.consumed_at_ms < cutoff_ms]
+        missing = [p for p in pending if p.message_id not in removed and p.consumed_at_ms < cutoff_ms]
         if missing:
             self.ledger.mark_missing(queue, missing)
-            for key in missing:
-                waiting.pop(key.key, None)
+            for entry in missing:
+                waiting.pop(entry.message_id or "", None)
             logger.warning(
                 "%d keys of %s never reached DR within %s: marked missing",
                 len(missing),
                 queue,
                 self.settings.missing_after,
             )
-        still: list[PendingKey] = [p for p in pending if p.key not in removed and p.consumed_at_ms >= cutoff_ms]
-        result.purged, result.missing, result.pending = len(purged), len(missing), len(still)
+        still: list[PendingKey] = [p for p in pending if p.message_id not in removed and p.consumed_at_ms >= cutoff_ms]
+        result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
         result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
         self.metrics.add_metric("Purged", "Count", len(purged))
         self.metrics.add_metric("Missing", "Count", len(missing))

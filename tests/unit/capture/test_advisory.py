@@ -84,3 +84,19 @@ def test_the_queue_comes_from_the_body_when_the_header_is_missing(topology: Topo
     del headers["orignalDestination"]
 
     assert parse_consumed_advisory(headers, body, topology).queue == "ORDERS"
+
+
+@pytest.mark.parametrize("header", [None, "", "not-an-id", "ID:host-1-1700000000000-1:1:-1:1:1\n"])
+def test_an_advisory_without_a_well_formed_message_id_is_rejected(topology: Topology, header: str | None) -> None:
+    headers, body = advisory_frame("ORDERS")
+    if header is None:
+        del headers["orignalMessageId"]
+    else:
+        headers["orignalMessageId"] = header
+
+    assert _reason(topology, headers, body) in (RejectReason.MISSING_KEY, RejectReason.INVALID_KEY)
+
+
+@pytest.mark.parametrize("correlation_id", [ULID_KEY + "\n", "\u0131" + ULID_KEY[1:], 42])
+def test_a_correlation_id_that_only_looks_like_a_ulid_is_rejected(topology: Topology, correlation_id: object) -> None:
+    assert _reason(topology, *advisory_frame(correlation_id=correlation_id)) is RejectReason.INVALID_KEY

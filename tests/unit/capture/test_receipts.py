@@ -19,13 +19,30 @@ def _reason(topology: Topology, data: str | bytes) -> RejectReason:
 
 
 def test_a_receipt_round_trips_through_the_client_serialiser(topology: Topology) -> None:
-    record = parse_receipt(receipt_json("ORDERS", ULID_KEY, 1795342453627), topology)
+    record = parse_receipt(receipt_json("ORDERS", ULID_KEY, 1795342453627, MESSAGE_ID), topology)
 
     assert (record.queue, record.key, record.consumed_at_ms) == ("ORDERS", ULID_KEY, 1795342453627)
+    assert record.message_id == MESSAGE_ID
+
+
+def test_a_ulid_receipt_without_the_consumed_message_id_is_refused(topology: Topology) -> None:
+    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, 1)) is RejectReason.MISSING_KEY
+
+
+def test_a_receipt_whose_message_id_is_not_one_is_refused(topology: Topology) -> None:
+    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, 1, MESSAGE_ID + "\n")) is RejectReason.INVALID_KEY
+
+
+def test_a_message_id_receipt_naming_another_message_is_refused(topology: Topology) -> None:
+    other = MESSAGE_ID[:-1] + "9"
+
+    assert _reason(topology, receipt_json("PAYMENTS", MESSAGE_ID, 1, other)) is RejectReason.INVALID_KEY
 
 
 def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
-    data = json.dumps({"queue": "ORDERS", "key": ULID_KEY, "consumedAt": "2026-11-22T10:00:00.123Z"})
+    data = json.dumps(
+        {"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": "2026-11-22T10:00:00.123Z"}
+    )
 
     assert parse_receipt(data, topology).consumed_at_ms == 1795341600123
 
@@ -33,7 +50,7 @@ def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
 def test_a_message_id_receipt_on_a_message_id_queue(topology: Topology) -> None:
     record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, 1), topology)
 
-    assert record.key_kind == "message-id"
+    assert (record.key_kind, record.message_id) == ("message-id", MESSAGE_ID)
 
 
 def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from brokersync.capture.records import ConsumedRecord
 from brokersync.capture.writer import LedgerWriter, RetryPolicy
-from brokersync.ledger import LedgerError, LedgerUnavailableError, WriteReport, memory_ledger
+from brokersync.ledger import LedgerError, LedgerRecordRefusedError, LedgerUnavailableError, WriteReport, memory_ledger
 from tests.unit.capture.advisories import ULID_KEY
 
 
@@ -61,3 +61,15 @@ def test_the_backoff_grows_and_stays_capped() -> None:
     policy = RetryPolicy(base_delay_s=0.1, max_delay_s=1.0)
 
     assert all(0 <= policy.delay(attempt) <= min(1.0, 0.1 * 2**attempt) for attempt in range(10))
+
+
+def test_a_record_the_ledger_refuses_costs_that_record_only() -> None:
+    ledger = memory_ledger()
+    bad = ConsumedRecord("ORDERS", "not-a-key", "correlation-id", 1795340000000, "ID:app-1-1795340000000-1:1:-1:1:2")
+    good = ConsumedRecord("ORDERS", ULID_KEY, "correlation-id", 1795340000000, "ID:app-1-1795340000000-1:1:-1:1:1")
+
+    result = LedgerWriter(ledger, sleep=lambda _s: None).write([good, bad])
+
+    assert result.records == 1
+    assert [(record, type(error)) for record, error in result.refused] == [(bad, LedgerRecordRefusedError)]
+    assert [p.key for p in ledger.pending("ORDERS")] == [ULID_KEY]

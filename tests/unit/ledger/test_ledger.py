@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from ulid import ULID
 
-from brokersync.ledger import Ledger, LedgerError, dynamodb_ledger, memory_ledger
+from brokersync.ledger import (
+    Ledger,
+    LedgerEntry,
+    LedgerError,
+    LedgerRecordRefusedError,
+    codec,
+    dynamodb_ledger,
+    memory_ledger,
+)
 from brokersync.ledger.schema import create_ledger_table
 from tests.unit.ledger.conftest import NOW, Clock
 
@@ -200,3 +208,59 @@ def test_pending_reads_past_the_first_page_of_small_writes(ledger: Ledger) -> No
         ledger.record("ORDERS", [(key, T0 + index)])
 
     assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
+
+
+def test_two_messages_consumed_under_one_key_are_two_pending_entries(ledger: Ledger) -> None:
+    [key] = _ulids(1)
+    ledger.record(
+        "ORDERS", [LedgerEntry(key, T0, MESSAGE_ID.format(1)), LedgerEntry(key, T0 + 5, MESSAGE_ID.format(2))]
+    )
+
+    pending = ledger.pending("ORDERS")
+
+    assert [(p.key, p.message_id) for p in pending] == [(key, MESSAGE_ID.format(1)), (key, MESSAGE_ID.format(2))]
+
+
+def test_marking_one_of_two_messages_under_one_key_leaves_the_other_pending(ledger: Ledger) -> None:
+    [key] = _ulids(1)
+    ledger.record("ORDERS", [LedgerEntry(key, T0, MESSAGE_ID.format(1)), LedgerEntry(key, T0, MESSAGE_ID.format(2))])
+
+    ledger.mark_purged("ORDERS", [p for p in ledger.pending("ORDERS") if p.message_id == MESSAGE_ID.format(1)])
+
+    assert [p.message_id for p in ledger.pending("ORDERS")] == [MESSAGE_ID.format(2)]
+
+
+def test_a_lower_case_ulid_is_recorded_as_the_same_key(ledger: Ledger) -> None:
+    [key] = _ulids(1)
+
+    ledger.record("ORDERS", [LedgerEntry(key.lower(), T0, MESSAGE_ID.format(1))])
+
+    assert [p.key for p in ledger.pending("ORDERS")] == [key]
+
+
+def test_a_prefix_hash_collision_names_no_message_and_is_never_pending(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two producers' prefixes with one hash in one item: neither element may be taken for the other."""
+    monkeypatch.setattr(codec, "prefix_hash", lambda _prefix: "AAAAAAAA")
+    [key] = _ulids(1)
+    one = "ID:host-a-38123-1795340000000-3:1:1:1:1"
+    other = "ID:host-b-38123-1795340000000-3:1:1:1:1"
+    ledger.record("ORDERS", [LedgerEntry(key, T0, one)])
+    ledger.record("ORDERS", [LedgerEntry(key, T0 + 1, other)])  # same key, same bucket: the same item
+
+    assert ledger.pending("ORDERS") == []
+
+
+def test_a_message_id_key_whose_prefix_collides_is_never_pending(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codec, "prefix_hash", lambda _prefix: "AAAAAAAA")
+    ledger = memory_ledger(shards=1)
+    ledger.record("PAYMENTS", [LedgerEntry("ID:host-a-1-1795340000000-3:1:1:1:1", T0)])
+    ledger.record("PAYMENTS", [LedgerEntry("ID:host-b-1-1795340000000-3:1:1:1:1", T0)])
+
+    assert ledger.pending("PAYMENTS") == []
+
+
+def test_a_record_with_a_message_id_that_is_not_one_is_refused(ledger: Ledger) -> None:
+    with pytest.raises(LedgerRecordRefusedError):
+        ledger.record("ORDERS", [LedgerEntry(_ulids(1)[0], T0, "ID:nope\n")])

@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from ulid import ULID
 
-from brokersync.ledger import Ledger, memory_ledger
+from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
+from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
 from brokersync.metrics import RecordingMetrics
-from brokersync.purge.remover import RemovalResult
+from brokersync.purge.remover import PurgeInvariantError, RemovalResult
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import load_topology
 
 NOW = 1_795_340_000.0
+_SEQ = itertools.count(1)
+
+
+def _message_id() -> str:
+    return f"ID:app-41000-1795340000000-1:1:-1:1:{next(_SEQ)}"
+
+
+def _consumed(count: int, at_ms: int = int(NOW * 1000)) -> list[LedgerEntry]:
+    """``count`` messages consumed on the primary: a ULID key and the message's own id each."""
+    return [LedgerEntry(str(ULID()), at_ms, _message_id()) for _ in range(count)]
 
 
 @dataclass
 class FakeDR:
-    """A DR queue as a set of keys; removal takes exactly the selected keys that are present."""
+    """A DR queue as a set of message ids; removal takes exactly the selected ids that are present."""
 
     present: set[str] = field(default_factory=set)
     asked: list[list[str]] = field(default_factory=list)
+    fail_after: int | None = None
+    error: BrokerSyncError | None = None
 
-    def remove(self, queue: str, keys: list[str]) -> RemovalResult:
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
         self.asked.append(list(keys))
-        found = [k for k in keys if k in self.present]
+        found = [k for k in keys if k in self.present][: self.fail_after]
         self.present -= set(found)
-        return RemovalResult(removed=found, not_found=[k for k in keys if k not in found])
+        return RemovalResult(removed=found, not_found=[k for k in keys if k not in found], error=self.error)
 
 
 def _service(topology_path: Path, dr: FakeDR, **settings: object) -> tuple[PurgeService, Ledger]:
@@ -44,10 +59,10 @@ def _service(topology_path: Path, dr: FakeDR, **settings: object) -> tuple[Purge
 
 
 def test_found_keys_are_removed_and_marked_purged(topology_path: Path) -> None:
-    keys = [str(ULID()) for _ in range(5)]
-    dr = FakeDR(set(keys))
+    consumed = _consumed(5)
+    dr = FakeDR({c.message_id for c in consumed})
     service, ledger = _service(topology_path, dr)
-    ledger.record("ORDERS", [(k, int(NOW * 1000)) for k in keys])
+    ledger.record("ORDERS", consumed)
 
     result = service.purge_queue("ORDERS")
 
@@ -56,9 +71,9 @@ def test_found_keys_are_removed_and_marked_purged(topology_path: Path) -> None:
 
 
 def test_keys_not_yet_on_dr_stay_pending(topology_path: Path) -> None:
-    keys = [str(ULID()) for _ in range(3)]
-    service, ledger = _service(topology_path, FakeDR({keys[0]}))
-    ledger.record("ORDERS", [(k, int(NOW * 1000)) for k in keys])
+    consumed = _consumed(3)
+    service, ledger = _service(topology_path, FakeDR({consumed[0].message_id}))
+    ledger.record("ORDERS", consumed)
 
     result = service.purge_queue("ORDERS")
 
@@ -66,9 +81,8 @@ def test_keys_not_yet_on_dr_stay_pending(topology_path: Path) -> None:
 
 
 def test_keys_older_than_the_cutoff_are_marked_missing(topology_path: Path) -> None:
-    [key] = [str(ULID())]
     service, ledger = _service(topology_path, FakeDR(), missing_after=timedelta(minutes=10))
-    ledger.record("ORDERS", [(key, int(NOW * 1000) - 11 * 60_000)])
+    ledger.record("ORDERS", _consumed(1, int(NOW * 1000) - 11 * 60_000))
 
     result = service.purge_queue("ORDERS")
 
@@ -77,17 +91,17 @@ def test_keys_older_than_the_cutoff_are_marked_missing(topology_path: Path) -> N
 
 
 def test_keys_not_found_make_room_for_newer_ones(topology_path: Path) -> None:
-    stuck = [str(ULID()) for _ in range(3)]
-    newer = [str(ULID()) for _ in range(3)]
-    dr = FakeDR(set(newer))
+    stuck = _consumed(3)
+    newer = _consumed(3, int(NOW * 1000) + 1)
+    dr = FakeDR({c.message_id for c in newer})
     service, ledger = _service(topology_path, dr, batch_keys=3)
-    ledger.record("ORDERS", [(k, int(NOW * 1000)) for k in stuck])
-    ledger.record("ORDERS", [(k, int(NOW * 1000) + 1) for k in newer])
+    ledger.record("ORDERS", stuck)
+    ledger.record("ORDERS", newer)
 
     service.purge_queue("ORDERS")
     second = service.purge_queue("ORDERS")
 
-    assert [set(asked) for asked in dr.asked] == [set(stuck), set(newer)]
+    assert [set(asked) for asked in dr.asked] == [{c.message_id for c in stuck}, {c.message_id for c in newer}]
     assert second.purged == 3
 
 
@@ -108,3 +122,52 @@ def test_every_round_reports_pending_purge_even_with_nothing_pending(topology_pa
     service.purge_queue("ORDERS")
 
     assert metrics.values["PendingPurge"] == [0, 0]
+
+
+def test_two_messages_with_one_key_are_two_entries_removed_by_their_own_ids(topology_path: Path) -> None:
+    key = str(ULID())
+    first, second = _message_id(), _message_id()
+    dr = FakeDR({first, second})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", [LedgerEntry(key, int(NOW * 1000), first)])
+
+    result = service.purge_queue("ORDERS")
+
+    assert result.purged == 1
+    assert dr.present == {second}
+
+
+def test_confirmed_removals_are_marked_before_the_rounds_error_is_raised(topology_path: Path) -> None:
+    consumed = _consumed(4)
+    dr = FakeDR({c.message_id for c in consumed}, fail_after=2, error=BrokerUnavailableError("dropped"))
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    with pytest.raises(BrokerUnavailableError):
+        service.purge_queue("ORDERS")
+
+    assert {p.message_id for p in ledger.pending("ORDERS")} == {c.message_id for c in consumed[2:]}
+
+
+def test_an_invariant_violation_is_raised_to_stop_the_loop(topology_path: Path) -> None:
+    dr = FakeDR(error=PurgeInvariantError("stray frame"))
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", _consumed(1))
+
+    with pytest.raises(PurgeInvariantError):
+        service.purge_queue("ORDERS")
+
+
+def test_an_entry_without_a_message_id_is_never_removed_and_is_counted(topology_path: Path) -> None:
+    metrics = RecordingMetrics()
+    dr = FakeDR()
+    ledger = memory_ledger(clock=lambda: NOW)
+    service = PurgeService(ledger, dr, load_topology(topology_path), metrics=metrics, clock=lambda: NOW)
+    ledger.record("ORDERS", [(str(ULID()), int(NOW * 1000))])
+
+    result = service.purge_queue("ORDERS")
+
+    assert dr.asked == []
+    assert result.missing == 1
+    assert metrics.values["Unnameable"] == [1]
+    assert ledger.pending("ORDERS") == []

@@ -1,0 +1,200 @@
+"""What the remover does with each frame it is handed, over a scripted STOMP connection.
+
+The broker races these cases (a frame dispatched just before its subscription closed, a
+copy the bridge delivered twice), so they are scripted here to happen every time; the
+real-broker tests cover the same code against ActiveMQ.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+import stomp
+
+from brokersync.broker.inbox import DISCONNECTED, FrameInbox
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.keys import InvalidKeyError
+from brokersync.purge.remover import PurgeInvariantError, RemoverSettings, SelectorRemover
+
+QUEUE = "ORDERS"
+
+
+def mid(n: int) -> str:
+    return f"ID:app-41000-1795340000000-1:1:-1:1:{n}"
+
+
+@dataclass
+class ScriptedConnection:
+    """Delivers, on each SUBSCRIBE, the frames a script says the broker would dispatch."""
+
+    inbox: FrameInbox
+    on_subscribe: Callable[[ScriptedConnection, str, list[str]], None]
+    acked: list[str] = field(default_factory=list)
+    unsubscribed: list[str] = field(default_factory=list)
+    subscriptions: dict[str, list[str]] = field(default_factory=dict)
+    connected: bool = True
+    confirm: bool = True
+
+    def deliver(self, sub_id: str, message_id: str) -> None:
+        headers = {"subscription": sub_id, "message-id": message_id, "ack": f"ack-{message_id}-{sub_id}"}
+        self.inbox.on_message(stomp.utils.Frame("MESSAGE", headers, ""))
+
+    def subscribe(self, destination: str, id: str, ack: str, headers: dict[str, str]) -> None:
+        selected = headers["selector"].removeprefix("JMSMessageID IN (").removesuffix(")")
+        ids = [s.strip("'") for s in selected.split(",")]
+        self.subscriptions[id] = ids
+        self.on_subscribe(self, id, ids)
+
+    def ack(self, ack_id: str) -> None:
+        self.acked.append(ack_id.split("-", 1)[1].rsplit("-", 2)[0])
+
+    def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
+        self.unsubscribed.append(sub_id)
+        if headers and "receipt" in headers and self.confirm:
+            receipt = stomp.utils.Frame("RECEIPT", {"receipt-id": headers["receipt"]}, "")
+            self.inbox.on_receipt(receipt)
+
+    def is_connected(self) -> bool:
+        return self.connected
+
+    def disconnect(self) -> None:
+        self.connected = False
+
+
+class ScriptedConnector:
+    def __init__(self, on_subscribe: Callable[[ScriptedConnection, str, list[str]], None]) -> None:
+        self.on_subscribe = on_subscribe
+        self.connections: list[ScriptedConnection] = []
+
+    def connect(self, listener: FrameInbox, name: str = "") -> ScriptedConnection:
+        connection = ScriptedConnection(listener, self.on_subscribe)
+        self.connections.append(connection)
+        return connection
+
+
+def _remover(script: Callable[[ScriptedConnection, str, list[str]], None], **settings: float) -> SelectorRemover:
+    values = {"settle_s": 0.05, "timeout_s": 5.0, "min_group_s": 0.0, **settings}
+    return SelectorRemover(ScriptedConnector(script), RemoverSettings(**values))  # type: ignore[arg-type]
+
+
+def test_every_selected_message_present_is_acked_and_reported_removed() -> None:
+    present = {mid(1), mid(3)}
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids if m in present])
+
+    result = remover.remove(QUEUE, [mid(1), mid(2), mid(3)])
+
+    assert sorted(result.removed) == [mid(1), mid(3)]
+    assert result.not_found == [mid(2)]
+    assert result.error is None
+
+
+def test_a_message_the_bridge_delivered_twice_is_removed_in_both_copies() -> None:
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, mid(1)), c.deliver(sub, mid(1))])
+
+    result = remover.remove(QUEUE, [mid(1)])
+
+    assert result.removed == [mid(1)]
+    assert result.extra_copies == 1
+    assert remover.connector.connections[0].acked == [mid(1), mid(1)]  # type: ignore[attr-defined]
+
+
+def test_a_frame_that_arrives_after_its_subscription_closed_is_late_not_a_violation() -> None:
+    """Group 1's frame lands after group 1 unsubscribed; group 2 reads it and must not call it a violation."""
+    subs: list[str] = []
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        subs.append(sub)
+        if len(subs) == 2:  # group 2 starts: the broker had dispatched one more frame of group 1
+            c.deliver(subs[0], c.subscriptions[subs[0]][0])
+        for m in ids[1:]:
+            c.deliver(sub, m)
+
+    ids = [mid(n) for n in range(1, 600)]  # three selectors of message ids; one per group below
+    remover = _remover(script, parallel_subscriptions=1)
+
+    result = remover.remove(QUEUE, ids)
+
+    assert result.error is None
+    assert result.late == 1
+    assert ids[0] not in result.removed  # never acked: the broker put it back for a later round
+
+
+def test_a_frame_no_subscription_asked_for_is_not_acked_and_stops_the_call() -> None:
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, mid(1)), c.deliver(sub, mid(99))])
+
+    result = remover.remove(QUEUE, [mid(1), mid(2)])
+
+    assert isinstance(result.error, PurgeInvariantError)
+    assert mid(99) not in remover.connector.connections[0].acked  # type: ignore[attr-defined]
+    assert result.removed == [mid(1)]  # acked before the stray, and confirmed
+
+
+def test_a_frame_of_a_subscription_never_opened_is_a_violation() -> None:
+    remover = _remover(lambda c, sub, ids: c.deliver("someone-else", ids[0]))
+
+    result = remover.remove(QUEUE, [mid(1)])
+
+    assert isinstance(result.error, PurgeInvariantError)
+    assert result.removed == []
+
+
+def test_a_failing_group_keeps_the_confirmed_removals_of_the_groups_before_it() -> None:
+    subs: list[str] = []
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        subs.append(sub)
+        if len(subs) == 2:
+            c.inbox.on_disconnected()
+            return
+        for m in ids:
+            c.deliver(sub, m)
+
+    ids = [mid(n) for n in range(1, 400)]
+    remover = _remover(script, parallel_subscriptions=1)
+
+    result = remover.remove(QUEUE, ids)
+
+    assert isinstance(result.error, BrokerUnavailableError)
+    assert len(result.removed) == len(remover.connector.connections[0].subscriptions[subs[0]])  # type: ignore[attr-defined]
+
+
+def test_acks_the_broker_never_confirms_are_not_reported_removed() -> None:
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        c.confirm = False
+        for m in ids:
+            c.deliver(sub, m)
+
+    remover = _remover(script, timeout_s=0.3)
+
+    result = remover.remove(QUEUE, [mid(1)])
+
+    assert isinstance(result.error, BrokerUnavailableError)
+    assert result.removed == []
+
+
+def test_no_group_starts_too_close_to_the_deadline() -> None:
+    remover = _remover(lambda c, sub, ids: None, min_group_s=1.0)
+
+    result = remover.remove(QUEUE, [mid(1)], deadline=time.monotonic() + 0.5)
+
+    assert result.deferred == 1
+    assert result.subscriptions == 0
+    assert remover.connector.connections[0].subscriptions == {}  # type: ignore[attr-defined]
+
+
+def test_the_inbox_reports_a_dropped_connection_in_order() -> None:
+    inbox = FrameInbox()
+    inbox.on_disconnected()
+
+    assert inbox.frames.get_nowait() is DISCONNECTED
+
+
+@pytest.mark.parametrize("bad", ["x') OR (1=1", "ID:app-1-1795340000000-1:1:-1:1:1\n"])
+def test_a_malformed_id_refuses_the_whole_call_before_anything_is_sent(bad: str) -> None:
+    remover = _remover(lambda c, sub, ids: None)
+
+    with pytest.raises(InvalidKeyError):
+        remover.remove(QUEUE, [mid(1), bad])
