@@ -13,6 +13,7 @@ wait (README, "Cost"). BROKERSYNC_PURGE_RETURN_WHEN_IDLE=true restores the short
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -35,6 +36,8 @@ ROLES = role_store()
 LEDGER = ledger_from_env()
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
+#: Seconds before the invocation's end by which a purge round stops starting selector groups.
+HARD_MARGIN_S = 8.0
 
 
 def _primary_statistics(topology: Topology) -> StatisticsClient | None:
@@ -64,8 +67,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         dr_statistics=StatisticsClient(dr),
         primary_statistics=_primary_statistics(topology),
     )
-    budget = min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)
-    report = service.run(max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE)
+    remaining_s = context.get_remaining_time_in_millis() / 1000
+    budget = min(MAX_SECONDS, remaining_s - 10)
+    # A round started near the budget's end still has to finish inside the invocation: the
+    # remover starts no selector group past this, and a receipt wait ends 5 s after it at most.
+    hard_deadline = time.monotonic() + remaining_s - HARD_MARGIN_S
+    report = service.run(max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline)
     return {
         "purged": report.purged,
         "missing": report.missing,

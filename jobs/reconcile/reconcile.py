@@ -87,6 +87,9 @@ ITEM_SCHEMA = StructType(
     ]
 )
 
+#: Where the purge list is also written as gzipped JSON lines (read by functions/repair_ledger).
+PURGE_LIST_JSON = "purge_list_json"
+
 SNAPSHOT_SCHEMA = StructType(
     [
         StructField("queue", StringType()),
@@ -96,6 +99,7 @@ SNAPSHOT_SCHEMA = StructType(
         StructField("timestamp", LongType()),
         StructField("broker_in_time", LongType()),
         StructField("size", LongType()),
+        StructField("original_destination", StringType()),
         StructField("_corrupt_record", StringType()),
     ]
 )
@@ -347,15 +351,18 @@ def key_table(captured: DataFrame, dr: DataFrame, primary: DataFrame | None) -> 
     ledger_rows = captured.select(
         "queue", "key_bin", "consumed_at_ms", "rank", "purged_at_ms",
         F.lit(1).alias("records"), null["long"].alias("dr_timestamp"),
-        F.lit(0).alias("dr"), F.lit(0).alias("pr"),
+        F.lit(0).alias("dr"), F.lit(0).alias("pr"), F.lit(0).alias("local"),
     )  # fmt: skip
 
     def snapshot_rows(frame: DataFrame, dr_flag: int) -> DataFrame:
+        # A DR message without original-destination was produced on that broker itself (stranded
+        # there while it was primary, say), not copied from the primary: never "gone from" it.
+        local = F.col("original_destination").isNull().cast("int") if dr_flag else F.lit(0)
         return frame.select(
             "queue", "key_bin", null["long"].alias("consumed_at_ms"), null["int"].alias("rank"),
             null["long"].alias("purged_at_ms"), F.lit(0).alias("records"),
             (F.col("timestamp") if dr_flag else null["long"]).alias("dr_timestamp"),
-            F.lit(dr_flag).alias("dr"), F.lit(1 - dr_flag).alias("pr"),
+            F.lit(dr_flag).alias("dr"), F.lit(1 - dr_flag).alias("pr"), local.alias("local"),
         )  # fmt: skip
 
     rows = ledger_rows.unionByName(snapshot_rows(dr, 1))
@@ -369,6 +376,7 @@ def key_table(captured: DataFrame, dr: DataFrame, primary: DataFrame | None) -> 
         F.max("dr_timestamp").alias("dr_timestamp"),
         (F.max("dr") == 1).alias("on_dr"),
         (F.max("pr") == 1).alias("on_primary"),
+        (F.max("local") == 1).alias("local_on_dr"),
     )
     return grouped.select(
         "*", F.when(F.col("records") > 0, _status()).alias("status"), (F.col("records") > 0).alias("consumed")
@@ -431,7 +439,12 @@ def reconcile(spark: SparkSession, inputs: Inputs, primary_manifest: dict[str, A
     table = key_table(captured_keys(items), dr, primary).cache()
     ledger = table.filter("consumed")
     purge_list = ledger.filter("on_dr").select(
-        "queue", key_text(F.col("key_bin")).alias("key"), "consumed_at_ms", "status", F.lit("ledger").alias("reason")
+        "queue",
+        key_text(F.col("key_bin")).alias("key"),
+        F.lit(None).cast("string").alias("message_id"),  # the repair names them from the ledger, exactly
+        "consumed_at_ms",
+        "status",
+        F.lit("ledger").alias("reason"),
     )
     missing = ledger.filter((F.col("status") != "purged") & ~F.col("on_dr") & ~F.col("on_primary"))
     trusted, started_ms = _trusted_primary_queues(primary_manifest)
@@ -441,13 +454,19 @@ def reconcile(spark: SparkSession, inputs: Inputs, primary_manifest: dict[str, A
             F.col("on_dr")
             & ~F.col("consumed")
             & ~F.col("on_primary")
+            & ~F.col("local_on_dr")
             & F.col("queue").isin(sorted(trusted))
             & (F.col("dr_timestamp") < F.lit(started_ms - inputs.gone_margin_s * 1000))
         )
+        # One row per DR copy, with its own message id: the repair removes exactly these.
+        gone_keys = table.filter(gone).select("queue", "key_bin")
         purge_list = purge_list.unionByName(
-            table.filter(gone).select(
+            dr.join(F.broadcast(gone_keys), ["queue", "key_bin"])
+            .dropDuplicates(["queue", "message_id"])
+            .select(
                 "queue",
                 key_text(F.col("key_bin")).alias("key"),
+                "message_id",
                 F.lit(None).cast("long").alias("consumed_at_ms"),
                 F.lit("unrecorded").alias("status"),
                 F.lit("gone_from_primary").alias("reason"),
@@ -544,6 +563,10 @@ TOTALS = (
 # -- outputs --------------------------------------------------------------------------------------------
 def write_outputs(result: dict[str, Any], out: str, inputs: Inputs) -> dict[str, Any]:
     result["purge_list"].coalesce(4).write.mode("overwrite").parquet(f"{out}/purge_list")
+    # The same rows as gzipped JSON lines, for the repair step (a Lambda function without Arrow).
+    result["purge_list"].coalesce(1).write.mode("overwrite").option("compression", "gzip").json(
+        f"{out}/{PURGE_LIST_JSON}"
+    )
     result["missing"].coalesce(4).write.mode("overwrite").parquet(f"{out}/missing")
     result["summary"].coalesce(1).write.mode("overwrite").parquet(f"{out}/summary")
     queues = [row.asDict() for row in result["summary"].collect()]  # local rows, no Spark job
@@ -625,21 +648,16 @@ table{{border-collapse:collapse}}</style></head><body>
 
 
 def repair(purge_list: DataFrame, table: str, region: str | None, host: str | None) -> int:
-    """Record the purge list in the ledger as pending keys (needs the brokersync package)."""
+    """Feed the purge list back to the ledger, as the AWS repair step does (needs the brokersync package)."""
     from brokersync.ledger import dynamodb_ledger  # noqa: PLC0415 (only in repair mode)
+    from brokersync.repair import PurgeListRow, repair_from_purge_list  # noqa: PLC0415
 
     ledger = dynamodb_ledger(table, region=region, host=host)
-    written = 0
-    batch: dict[str, list[tuple[str, int]]] = {}
-    for row in purge_list.select("queue", "key").toLocalIterator():
-        batch.setdefault(row.queue, []).append((row.key, 0))
-        if len(batch[row.queue]) >= 500:
-            written += len(batch[row.queue])
-            ledger.add_pending(row.queue, batch.pop(row.queue))
-    for queue, entries in batch.items():
-        ledger.add_pending(queue, entries)
-        written += len(entries)
-    return written
+    rows = (
+        PurgeListRow(row.queue, row.key, row.message_id, row.reason)
+        for row in purge_list.select("queue", "key", "message_id", "reason").toLocalIterator()
+    )
+    return repair_from_purge_list(ledger, rows).recorded
 
 
 # -- entry points ---------------------------------------------------------------------------------------

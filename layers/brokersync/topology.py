@@ -23,6 +23,13 @@ CONSUMED_QUEUE = "BROKERSYNC.CONSUMED"
 RECEIPTS_QUEUE = "BROKERSYNC.RECEIPTS"
 #: ActiveMQ publishes a consumed advisory for queue Q on this topic + Q.
 CONSUMED_ADVISORY_PREFIX = "ActiveMQ.Advisory.MessageConsumed.Queue."
+#: ... an expired-message advisory (always on, with ``orignalMessageId``) on this topic + Q ...
+EXPIRED_ADVISORY_PREFIX = "ActiveMQ.Advisory.Expired.Queue."
+#: ... and, when a message is moved to a dead-letter queue, an advisory on this topic + Q.
+DLQ_ADVISORY_PREFIX = "ActiveMQ.Advisory.MessageDLQd.Queue."
+#: Every way a message leaves a queue on the primary that the broker announces: each is
+#: forwarded into CONSUMED_QUEUE, and each means the DR copy must go.
+DEPARTURE_ADVISORY_PREFIXES = (CONSUMED_ADVISORY_PREFIX, EXPIRED_ADVISORY_PREFIX, DLQ_ADVISORY_PREFIX)
 #: Where the relay parks advisories it cannot record (with the reason in a header).
 PARKED_QUEUE = "BROKERSYNC.PARKED"
 #: Prefix of every network connector we render, so a merge can tell ours from the customer's.
@@ -146,6 +153,54 @@ class Tuning(_Strict):
     dr: DrTuning = DrTuning()
 
 
+_GROUP = r"^[A-Za-z0-9_.@-]{1,100}$"
+_PATTERN = re.compile(r"^([A-Za-z0-9_$\-]+|\*|>)(\.([A-Za-z0-9_$\-]+|\*|>))*$")
+Group = Annotated[str, Field(pattern=_GROUP)]
+
+
+class Access(_Strict):
+    """Who may touch what BrokerSync trusts, rendered as Amazon MQ's ``authorizationPlugin``.
+
+    A forged consumed advisory or receipt would remove a real, unconsumed message from DR, so
+    BrokerSync's own destinations (``BROKERSYNC.*``, every ``Q.DR``, the consumed-advisory
+    topics it forwards) are writable only by BrokerSync's group and ``trusted_groups`` (and
+    ``BROKERSYNC.RECEIPTS`` by ``receipt_groups``). Groups are Amazon MQ users' groups.
+
+    ActiveMQ grants the *union* of every authorization entry whose pattern matches, so a
+    broad grant such as ``queue=">"`` would reach BrokerSync's destinations too: application
+    access is rendered per synced queue and for the patterns listed here, and rendering
+    refuses any entry (yours or ours) that would let another group write them.
+    """
+
+    #: Render the authorization entries. ``false`` leaves authorization to you (unsafe: anyone
+    #: who can write to the primary can then forge consumption, see the docs).
+    enforce: bool = True
+    #: The group of BrokerSync's own broker users: relay, purge, snapshot and the bridge.
+    brokersync_group: Group = "brokersync"
+    #: Operator groups that may also write BrokerSync's destinations (replaying parked advisories).
+    trusted_groups: list[Group] = Field(default_factory=lambda: ["admins"])
+    #: Groups whose consumers publish JSON receipts to BROKERSYNC.RECEIPTS.
+    receipt_groups: list[Group] = Field(default_factory=list)
+    #: Groups of your applications: granted every synced queue and the patterns below.
+    application_groups: list[Group] = Field(default_factory=lambda: ["users"])
+    #: Further queue and topic patterns your applications use (ActiveMQ wildcards ``*`` and ``>``).
+    application_queues: list[str] = Field(default_factory=list)
+    application_topics: list[str] = Field(default_factory=list)
+
+    @field_validator("application_queues", "application_topics")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not _PATTERN.match(pattern):
+                raise ValueError(f"{pattern!r} is not an ActiveMQ destination pattern like APP.> or orders.*")
+        return value
+
+    @property
+    def brokersync_groups(self) -> list[str]:
+        """Groups that may write BrokerSync's destinations: its own and the trusted operators'."""
+        return list(dict.fromkeys([self.brokersync_group, *self.trusted_groups]))
+
+
 class Topology(_Strict):
     """The pair, its synced queues and how they are copied."""
 
@@ -154,6 +209,7 @@ class Topology(_Strict):
     brokers: Annotated[list[Broker], Field(min_length=2, max_length=2)]
     queues: Annotated[list[Queue], Field(min_length=1)]
     tuning: Tuning = Tuning()
+    access: Access = Access()
 
     @model_validator(mode="after")
     def _one_of_each_role(self) -> Topology:

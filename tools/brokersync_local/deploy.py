@@ -6,7 +6,7 @@ Only what the template resolves in AWS at deploy time is resolved here instead: 
 ARNs (``!GetAtt X.Arn``) become moto's, parameters take their defaults, and each function
 gets ``BROKERSYNC_HANDLER`` so moto's Lambda runs our handler (see ``aws_server``). The
 functions read a topology file whose endpoints point at the local brokers, and the broker
-secrets hold throwaway credentials (the local brokers have no authentication).
+secrets hold the local brokers' BrokerSync user (``wrapper.BROKERSYNC_USER``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from brokersync.ledger.schema import create_ledger_table, load_template
 from brokersync.render import render_configuration
 from brokersync.topology import Topology
 from brokersync_local.template_model import called_functions, default_refs, state_machines, substituted_definition
+from brokersync_local.wrapper import BROKERSYNC_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -99,7 +100,7 @@ def deploy(
     # The relay's schedule: locally the relay worker honours this rule's state (README, stand-ins).
     clients["events"].put_rule(Name=RELAY_RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
     for broker in topology.brokers:
-        secret = json.dumps({"username": "local", "password": "local"})
+        secret = json.dumps({"username": BROKERSYNC_USER.username, "password": BROKERSYNC_USER.password})
         with contextlib.suppress(clients["secretsmanager"].exceptions.ResourceExistsException):
             clients["secretsmanager"].create_secret(Name=broker.credentials_secret, SecretString=secret)
     topology_file = write_local_topology(topology, state_dir / "topology.local.yaml")

@@ -1,7 +1,8 @@
 """Wrapping a rendered Amazon MQ configuration in what Amazon MQ itself manages.
 
-Amazon MQ owns the transport connectors, the persistence location, the broker name and the
-Spring ``<beans>`` envelope; customers upload only the ``<broker>`` element. Locally we add
+Amazon MQ owns the transport connectors, the persistence location, the broker name, the
+broker users (authentication) and the Spring ``<beans>`` envelope; customers upload only
+the ``<broker>`` element. Locally we add
 exactly those pieces, so the broker runs the rendered configuration unchanged otherwise.
 """
 
@@ -29,6 +30,25 @@ LOOPBACK_SOCKET_BUFFER = 1024 * 1024
 
 
 @dataclass(frozen=True)
+class LocalUser:
+    username: str
+    password: str
+    groups: str
+
+
+#: The broker users Amazon MQ would hold (it manages users outside the configuration).
+#: ``local`` is BrokerSync's own user, whose secret the local deploy stores; ``app`` is an
+#: application user in the default application group, there to show what is refused.
+BROKERSYNC_USER = LocalUser("local", "local", "brokersync")
+APPLICATION_USER = LocalUser("app", "local-app", "users")
+RECEIPT_USER = LocalUser("receipts", "local-receipts", "receipt-writers")
+LOCAL_USERS = (BROKERSYNC_USER, APPLICATION_USER, RECEIPT_USER)
+#: Connections without credentials (the local harness: tests, drills, the demo's own
+#: producers and browsers) act in this one group. A stand-in: Amazon MQ has no anonymous access.
+ANONYMOUS_GROUP = "brokersync"
+
+
+@dataclass(frozen=True)
 class LocalPorts:
     openwire: int
     stomp: int
@@ -47,6 +67,21 @@ def wrap_for_local(configuration: str, broker_name: str, ports: LocalPorts) -> s
     for name, scheme, port in (("openwire", "tcp", ports.openwire), ("stomp", "stomp", ports.stomp)):
         uri = f"{scheme}://127.0.0.1:{port}?transport.socketBufferSize={LOOPBACK_SOCKET_BUFFER}"
         transports.append(element("transportConnector", [("name", name), ("uri", uri)]))
+
+    plugins = container(broker, "plugins")
+    users = element(
+        "users",
+        children=[
+            element("authenticationUser", [("username", u.username), ("password", u.password), ("groups", u.groups)])
+            for u in LOCAL_USERS
+        ],
+    )
+    authentication = element(
+        "simpleAuthenticationPlugin",
+        [("anonymousAccessAllowed", "true"), ("anonymousUser", "harness"), ("anonymousGroup", ANONYMOUS_GROUP)],
+        [users],
+    )
+    plugins.insert(0, authentication)  # authentication before authorization, as Amazon MQ runs them
 
     beans = etree.Element(f"{{{_BEANS}}}beans", nsmap={None: _BEANS, "xsi": _XSI})
     beans.set(f"{{{_XSI}}}schemaLocation", _SCHEMA_LOCATION)

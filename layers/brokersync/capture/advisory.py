@@ -1,4 +1,11 @@
-"""Parsing ActiveMQ consumed advisories, as the relay receives them over STOMP.
+"""Parsing ActiveMQ departure advisories (consumed, expired, DLQ'd), as the relay receives them over STOMP.
+
+Three advisories say a message left a synced queue on the primary, and each is forwarded
+into ``BROKERSYNC.CONSUMED`` by a composite topic named after it: consumed (fired on ack,
+with ``advisoryForConsumed``), expired, and moved to a dead-letter queue (both always on).
+The forwarded frame's ``original-destination`` header names the advisory topic it came
+from, which is how the relay tells them apart. Expired and DLQ advisories carry no
+dispatch time, so their departure time is when the relay received them.
 
 The relay subscribes with ``transformation: jms-advisory-json`` (one transformation for
 advisories everywhere: mixing them across subscribers corrupted bodies, see DESIGN.md). Then:
@@ -17,11 +24,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
+from brokersync.capture.records import ConsumedRecord, Departure, RejectedInputError, RejectReason
 from brokersync.keys import InvalidKeyError, validate_key, validate_message_id
-from brokersync.topology import SyncKey, Topology
+from brokersync.topology import DLQ_ADVISORY_PREFIX, EXPIRED_ADVISORY_PREFIX, SyncKey, Topology
 
 MESSAGE_ID_HEADER = "orignalMessageId"
+#: Set by the broker on every message a client sends (the rendered configurations turn on
+#: ``populateJMSXUserID``); the broker's own advisories never carry it.
+SENDER_HEADER = "JMSXUserID"
 DESTINATION_HEADER = "orignalDestination"
 _QUEUE_SCHEME = "queue://"
 
@@ -57,7 +67,38 @@ def _consumed_at_ms(message: Mapping[str, Any]) -> int:
     raise RejectedInputError(RejectReason.MALFORMED, "advisory carries no usable time")
 
 
-def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topology: Topology) -> ConsumedRecord:
+def _departure(headers: Mapping[str, str]) -> Departure:
+    origin = headers.get("original-destination", "").removeprefix("/topic/")
+    if origin.startswith(EXPIRED_ADVISORY_PREFIX):
+        return "expired"
+    if origin.startswith(DLQ_ADVISORY_PREFIX):
+        return "dead-lettered"
+    return "consumed"
+
+
+def _body_message_id(message: Mapping[str, Any]) -> str | None:
+    """The id ActiveMQ's ``MessageId.toString()`` gives, from the advisory body's structured ``messageId``.
+
+    DLQ advisories carry no ``orignalMessageId`` header; the body describes the message.
+    """
+    structured = message.get("messageId")
+    if not isinstance(structured, dict):
+        return None
+    if isinstance(structured.get("textView"), str):
+        return structured["textView"]
+    producer = structured.get("producerId")
+    if not isinstance(producer, dict):
+        return None
+    parts = (producer.get("connectionId"), producer.get("sessionId"), producer.get("value"))
+    sequence = structured.get("producerSequenceId")
+    if not isinstance(parts[0], str) or not all(isinstance(v, int) for v in (*parts[1:], sequence)):
+        return None
+    return f"{parts[0]}:{parts[1]}:{parts[2]}:{sequence}"
+
+
+def parse_consumed_advisory(
+    headers: Mapping[str, str], body: str | bytes, topology: Topology, *, received_at_ms: int | None = None
+) -> ConsumedRecord:
     """Turn one advisory frame into a record, or raise :class:`RejectedInputError` saying why not.
 
     A message without a correlation id on a ``correlation-id`` queue is recorded by its
@@ -65,6 +106,10 @@ def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topol
     purge selects it on ``JMSMessageID``); otherwise it is rejected as ``missing-key``, to be
     parked by the relay, never dropped. On ``message-id`` queues the message id is the key.
     """
+    if headers.get(SENDER_HEADER):
+        raise RejectedInputError(
+            RejectReason.FORGED, f"sent by user {headers[SENDER_HEADER][:100]!r}, not raised by the broker"
+        )
     message = _consumed_message(body)
     queue_name = _queue_name(headers, message)
     try:
@@ -74,7 +119,8 @@ def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topol
     if not queue.captures_consumed:
         raise RejectedInputError(RejectReason.NOT_CAPTURED, f"{queue_name!r} is a mirror queue")
 
-    raw_id = headers.get(MESSAGE_ID_HEADER) or None
+    departure = _departure(headers)
+    raw_id = headers.get(MESSAGE_ID_HEADER) or _body_message_id(message)
     message_id = _message_id(raw_id, queue_name)
     kind: SyncKey = queue.sync_key
     key = message.get("correlationId") if kind == "correlation-id" else message_id
@@ -89,12 +135,16 @@ def parse_consumed_advisory(headers: Mapping[str, str], body: str | bytes, topol
         key = validate_key(key, kind)
     except InvalidKeyError as e:
         raise RejectedInputError(RejectReason.INVALID_KEY, str(e)) from e
+    departed_at = _consumed_at_ms(message)
+    if departure != "consumed" and received_at_ms is not None:
+        departed_at = received_at_ms
     return ConsumedRecord(
         queue=queue_name,
         key=key,
         key_kind=kind,
-        consumed_at_ms=_consumed_at_ms(message),
+        consumed_at_ms=departed_at,
         message_id=message_id,
+        departure=departure,
     )
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 from brokersync.exceptions import BrokerSyncError
 from brokersync.topology import SyncKey
+
+Departure = Literal["consumed", "expired", "dead-lettered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,8 @@ class ConsumedRecord:
     key_kind: SyncKey
     consumed_at_ms: int
     message_id: str | None = None
+    #: How the message left the primary queue: consumed, expired, or moved to a dead-letter queue.
+    departure: Departure = "consumed"
 
 
 class RejectReason(StrEnum):
@@ -34,6 +39,9 @@ class RejectReason(StrEnum):
     INVALID_KEY = "invalid-key"
     OVERSIZED = "oversized"
     NOT_CAPTURED = "not-captured"
+    #: Sent by a client, not raised by the broker: the broker stamps every client's message
+    #: with its authenticated user (``populateJMSXUserID``), and its own advisories carry none.
+    FORGED = "forged"
 
 
 class RejectedInputError(BrokerSyncError):

@@ -32,11 +32,16 @@ from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
+from brokersync.ledger.codec import bucket_of
 from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology
 
 logger = logging.getLogger(__name__)
+_Parsed = tuple[ConsumedRecord, stomp.utils.Frame]
+_Rejected = tuple[stomp.utils.Frame, RejectedInputError]
 
+#: Metric per departure other than consumption (``Captured`` counts them all).
+DEPARTURE_METRICS = {"expired": "CapturedExpired", "dead-lettered": "CapturedDeadLettered"}
 #: The one transformation used for advisories everywhere (mixing them corrupted bodies).
 ADVISORY_TRANSFORMATION = "jms-advisory-json"
 _SUBSCRIPTION = "brokersync-relay"
@@ -44,11 +49,14 @@ _SUBSCRIPTION = "brokersync-relay"
 
 @dataclass(frozen=True)
 class RelaySettings:
-    """Relay knobs: batches of up to 500 advisories keep capture near 36 write units per 1,000 (bench/capture.py)."""
+    """Relay knobs. Batches of up to 2,000 advisories, aligned to the ledger's buckets, write each
+    bucket's item about once: 27-32 write units per 1,000 messages from 2,500 to 10,000 consumed
+    per second in a replay of the layout (500-advisory batches: 39-81), measured by bench/capture.py."""
 
-    batch_size: int = 500
+    batch_size: int = 2000
     flush_interval_s: float = 0.25
-    prefetch: int = 1000
+    #: Room for one held bucket and the next full batch (see ``_relay_batch``).
+    prefetch: int = 4000
     stall_timeout_s: float = 15.0
     #: How long the broker may take to confirm parked advisories before the batch is given up
     #: (unacked, so the broker redelivers it).
@@ -66,6 +74,8 @@ class RelayReport:
     reconnects: int = 0
     oldest_age_ms: int | None = None
     captured_by_queue: Counter[str] = field(default_factory=Counter)
+    #: Captured records that left the primary other than by consumption (expired, dead-lettered).
+    departed: Counter[str] = field(default_factory=Counter)
 
     @property
     def parked_total(self) -> int:
@@ -139,12 +149,17 @@ class AdvisoryRelay:
         deadline = time.monotonic() + max_seconds
         stop = stop or threading.Event()
         self._connect()
+        carried: list[stomp.utils.Frame] = []
         try:
             idle_since = time.monotonic()
             while not stop.is_set() and time.monotonic() < deadline:
                 frames, disconnected = self._take_batch(deadline, stop)
-                if frames:
-                    self._relay_batch(frames, report)
+                if disconnected:
+                    carried = []  # unacked on a dead connection: the broker redelivers them
+                full = len(frames) >= self.settings.batch_size
+                if frames or (carried and not full):
+                    ending = stop.is_set() or time.monotonic() >= deadline
+                    carried = self._relay_batch(carried + frames, report, hold_newest=full and not ending)
                     idle_since = time.monotonic()
                 if disconnected:
                     self._reconnect(report, "connection lost")
@@ -153,6 +168,8 @@ class AdvisoryRelay:
                     if self._backlog_waiting():
                         self._reconnect(report, f"no advisory for {self.settings.stall_timeout_s}s with a backlog")
                     idle_since = time.monotonic()
+            if carried and self._connection is not None and self._connection.is_connected():
+                self._relay_batch(carried, report, hold_newest=False)
         finally:
             self._disconnect()
         return report
@@ -183,55 +200,95 @@ class AdvisoryRelay:
                 flush_at = time.monotonic() + self.settings.flush_interval_s
         return frames, False
 
-    def _relay_batch(self, frames: list[stomp.utils.Frame], report: RelayReport) -> None:
-        records: list[tuple[ConsumedRecord, stomp.utils.Frame]] = []
-        rejected: list[tuple[stomp.utils.Frame, RejectedInputError]] = []
-        by_incarnation: Counter[tuple[str, str]] = Counter()
+    def _relay_batch(
+        self, frames: list[stomp.utils.Frame], report: RelayReport, *, hold_newest: bool
+    ) -> list[stomp.utils.Frame]:
+        """Write, park and ack ``frames``; return the ones held back (unacked) for the next batch.
+
+        With ``hold_newest`` (the batch was cut by size, so more of its newest consume-time
+        bucket is on the way), the advisories of that bucket wait for the next batch: each
+        ledger write then completes its bucket's item instead of rewriting a growing one,
+        which is what keeps capture near 30 write units per 1,000 messages (bench/capture.py).
+        At most one batch is held, and nothing is held when a run ends.
+        """
+        records, rejected = self._parse(frames)
+        records, held = self._hold_newest_bucket(records) if hold_newest else (records, [])
+        if records:
+            records, refused = self._write(records, report)
+            rejected += refused
+        if rejected:
+            self._park_confirmed(rejected, report)
+        held_ids = {id(f) for f in held}
+        self._ack([f for f in frames if id(f) not in held_ids])
+        report.batches += 1
+        report.captured += len(records)
+        report.captured_by_queue.update(r.queue for r, _ in records)
+        return held
+
+    def _parse(self, frames: list[stomp.utils.Frame]) -> tuple[list[_Parsed], list[_Rejected]]:
+        records: list[_Parsed] = []
+        rejected: list[_Rejected] = []
+        received_at_ms = int(self.clock() * 1000)
         for frame in frames:
             try:
-                record = parse_consumed_advisory(frame.headers, frame.body, self.topology)
+                record = parse_consumed_advisory(
+                    frame.headers, frame.body, self.topology, received_at_ms=received_at_ms
+                )
             except RejectedInputError as e:
                 rejected.append((frame, e))
                 continue
             records.append((record, frame))
+        return records, rejected
 
-        if records:
-            written = self.writer.write([r for r, _ in records])  # retries inside; raises if the ledger stays down
-            refused = {id(record): error for record, error in written.refused}
-            for record, frame in records:
-                if id(record) in refused:
-                    rejected.append((frame, RejectedInputError(RejectReason.INVALID_KEY, str(refused[id(record)]))))
-                else:
-                    by_incarnation[(record.queue, frame.headers.get("originBrokerId", "unknown"))] += 1
-            records = [(r, f) for r, f in records if id(r) not in refused]
-            report.write_units += written.write_units
-        if records:
-            oldest = min(r.consumed_at_ms for r, _ in records)
-            age_ms = max(0, int(self.clock() * 1000) - oldest)
-            report.oldest_age_ms = max(report.oldest_age_ms or 0, age_ms)
-            self.metrics.add_metric("Captured", "Count", len(records))
-            self.metrics.add_metric("CaptureBatchSize", "Count", len(records))
-            self.metrics.add_metric("CaptureWriteUnits", "Count", written.write_units)
-            self.metrics.add_metric("OldestAdvisoryAgeMs", "Milliseconds", age_ms)
-            if self.audit is not None:
-                self.audit.record_captured(by_incarnation)
-        if rejected:
-            # The parks are confirmed before any original is acked: an unconfirmed SEND lost
-            # with the connection would otherwise take the only copy of the advisory with it.
-            # The broker handles a connection's frames in order, so a receipt on the last
-            # SEND confirms every one before it.
-            receipt = f"relay-park-{next(self._receipt_ids)}"
-            for index, (frame, error) in enumerate(rejected):
-                self._park(frame, error, receipt if index == len(rejected) - 1 else None)
-                report.parked[error.reason.value] += 1
-                self.metrics.add_metric("Parked", "Count", 1)
-                logger.warning("advisory parked (%s): %s", error.reason.value, error.detail)
-            self._wait_receipt(receipt)
+    def _hold_newest_bucket(self, records: list[_Parsed]) -> tuple[list[_Parsed], list[stomp.utils.Frame]]:
+        newest = max(bucket_of(r.consumed_at_ms) for r, _ in records) if records else None
+        newest_pairs = [(r, f) for r, f in records if bucket_of(r.consumed_at_ms) == newest]
+        if not newest_pairs or len(newest_pairs) == len(records) or len(newest_pairs) > self.settings.batch_size:
+            return records, []
+        return [(r, f) for r, f in records if bucket_of(r.consumed_at_ms) != newest], [f for _, f in newest_pairs]
 
-        self._ack(frames)
-        report.batches += 1
-        report.captured += len(records)
-        report.captured_by_queue.update(r.queue for r, _ in records)
+    def _write(self, records: list[_Parsed], report: RelayReport) -> tuple[list[_Parsed], list[_Rejected]]:
+        """Write to the ledger (retrying inside; raises if it stays down); return what was written, what refused."""
+        written = self.writer.write([r for r, _ in records])
+        refused_ids = {id(record): error for record, error in written.refused}
+        refused = [
+            (f, RejectedInputError(RejectReason.INVALID_KEY, str(refused_ids[id(r)])))
+            for r, f in records
+            if id(r) in refused_ids
+        ]
+        records = [(r, f) for r, f in records if id(r) not in refused_ids]
+        report.write_units += written.write_units
+        if not records:
+            return records, refused
+        by_incarnation = Counter((r.queue, f.headers.get("originBrokerId", "unknown")) for r, f in records)
+        age_ms = max(0, int(self.clock() * 1000) - min(r.consumed_at_ms for r, _ in records))
+        report.oldest_age_ms = max(report.oldest_age_ms or 0, age_ms)
+        self.metrics.add_metric("Captured", "Count", len(records))
+        self.metrics.add_metric("CaptureBatchSize", "Count", len(records))
+        self.metrics.add_metric("CaptureWriteUnits", "Count", written.write_units)
+        self.metrics.add_metric("OldestAdvisoryAgeMs", "Milliseconds", age_ms)
+        for departure, count in Counter(r.departure for r, _ in records).items():
+            if departure != "consumed":
+                report.departed[departure] += count
+                self.metrics.add_metric(DEPARTURE_METRICS[departure], "Count", count)
+        if self.audit is not None:
+            self.audit.record_captured(by_incarnation)
+        return records, refused
+
+    def _park_confirmed(self, rejected: list[_Rejected], report: RelayReport) -> None:
+        """Park every rejected advisory and wait until the broker confirms the parks.
+
+        The parks are confirmed before any original is acked: an unconfirmed SEND lost with
+        the connection would otherwise take the only copy of the advisory with it. The broker
+        handles a connection's frames in order, so a receipt on the last SEND confirms all.
+        """
+        receipt = f"relay-park-{next(self._receipt_ids)}"
+        for index, (frame, error) in enumerate(rejected):
+            self._park(frame, error, receipt if index == len(rejected) - 1 else None)
+            report.parked[error.reason.value] += 1
+            self.metrics.add_metric("Parked", "Count", 1)
+            logger.warning("advisory parked (%s): %s", error.reason.value, error.detail)
+        self._wait_receipt(receipt)
 
     def _park(self, frame: stomp.utils.Frame, error: RejectedInputError, receipt: str | None = None) -> None:
         """Keep an unrecordable advisory, with why, on a queue operators can inspect and replay."""

@@ -73,6 +73,10 @@ class LedgerStore(ABC):
     def was_consumed(self, queue: str, key: str, window: timedelta) -> bool:
         """Whether ``key`` was consumed from ``queue`` within ``window`` of its creation (or of now)."""
 
+    @abstractmethod
+    def consumed_entries(self, queue: str, key: str, window: timedelta) -> list[LedgerEntry]:
+        """Every consumed message recorded under ``key`` (each with its message id), searched as ``was_consumed``."""
+
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair path: keys reconciliation found on DR although consumed; the purge removes them."""
         return self.record(queue, entries)

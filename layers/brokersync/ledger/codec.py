@@ -3,16 +3,18 @@
 Cost is item size (1 write unit per KB), so elements are compact:
 
 * a ULID key is a binary element: the 16 ULID bytes, a 2-byte millisecond offset in the
-  item's 250 ms bucket, then (when the consumed message's id is known) that id as a
-  *reference*: ``<prefix hash><tail>`` in ASCII. The first 18 bytes keep their meaning
-  whether or not a reference follows, so readers that only want key and time (the
-  reconciliation job) read them by position.
-* a message-id key is a string element ``"<offset>|<prefix hash><tail>"``.
+  item's 250 ms bucket, then (when the consumed message's id is known) that id as a packed
+  *reference*: the 5-byte hash of its producer id (``ID:host-port-start-n:c:s:p``), then
+  ``0x01`` + the sequence number as a varint, or ``0x02`` + the ASCII tail when the sequence
+  is not a canonical decimal (so decoding is always exact). About 27 bytes in all. The first
+  18 bytes keep their meaning whether or not a reference follows, so readers that only want
+  key and time (the reconciliation job) read them by position.
+* a message-id key is a string element ``"<offset>|<prefix hash><tail>"``, where the prefix
+  is the connection part every id of one producer connection shares (``ID:host-port-start-n``)
+  and the tail ``:c:s:p:seq``.
 
-A message id ``ID:host-port-start-n:c:s:p:seq`` is split into the connection prefix every
-id of one producer connection shares (``ID:host-port-start-n``) and its tail; the prefix is
-stored once per item in a third set as ``"<hash>|<prefix>"`` and elements name it by an
-8-character base32 hash (40 bits).
+Prefixes are stored once per item in a third set as ``"<hash>|<prefix>"``; elements name
+them by a 40-bit hash (8 base32 characters in strings, 5 raw bytes in binary).
 
 A hash can collide. Two different prefixes with one hash in the same item would decode an
 element to either id, and selecting the wrong one removes a message that was not consumed,
@@ -39,6 +41,7 @@ _ULID_BYTES = 16
 #: ULID element bytes before the optional message-id reference.
 ULID_ELEMENT_HEAD = _ULID_BYTES + _OFFSET.size
 PREFIX_HASH_CHARS = 8
+_HASH_BYTES = 5
 
 
 def ulid_bytes(key: str) -> bytes:
@@ -63,6 +66,38 @@ def split_message_id(message_id: str) -> tuple[str, str]:
     return message_id[:cut], message_id[cut:]
 
 
+_SEQ_VARINT = 0x01
+_SEQ_TEXT = 0x02
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _read_varint(raw: bytes) -> int | None:
+    value = shift = 0
+    for index, byte in enumerate(raw):
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value if index == len(raw) - 1 else None
+    return None
+
+
+def _reference(message_id: str) -> tuple[bytes, str]:
+    """The packed reference for ``message_id`` and the prefix entry it needs."""
+    producer, _, sequence = message_id.rpartition(":")
+    hashed = prefix_hash(producer)
+    canonical = sequence.isdigit() and str(int(sequence)) == sequence
+    body = bytes([_SEQ_VARINT]) + _varint(int(sequence)) if canonical else bytes([_SEQ_TEXT]) + sequence.encode()
+    return base64.b32decode(hashed) + body, f"{hashed}|{producer}"
+
+
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """One element and the prefix entry its message-id reference needs (``None`` without one)."""
@@ -82,9 +117,8 @@ def encode(key: str, consumed_at_ms: int, message_id: str | None) -> Encoded:
     head = ulid_bytes(key) + _OFFSET.pack(offset)
     if message_id is None:
         return Encoded(True, head, None)
-    prefix, tail = split_message_id(message_id)
-    hashed = prefix_hash(prefix)
-    return Encoded(True, head + f"{hashed}{tail}".encode("ascii"), f"{hashed}|{prefix}")
+    reference, entry = _reference(message_id)
+    return Encoded(True, head + reference, entry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +144,26 @@ class PrefixTable:
 
     def resolve(self, reference: str) -> tuple[str | None, bool]:
         """``(message id, ambiguous)`` for ``<hash><tail>``; ``(None, True)`` on a collision or an unknown hash."""
-        prefixes = self._by_hash.get(reference[:PREFIX_HASH_CHARS], set())
-        if len(prefixes) != 1:
+        prefix = self._prefix(reference[:PREFIX_HASH_CHARS])
+        return (prefix + reference[PREFIX_HASH_CHARS:], False) if prefix is not None else (None, True)
+
+    def resolve_packed(self, reference: bytes) -> tuple[str | None, bool]:
+        """The same for a packed binary reference (see the module docstring)."""
+        hashed = base64.b32encode(reference[:_HASH_BYTES]).decode()
+        producer = self._prefix(hashed)
+        kind, body = reference[_HASH_BYTES : _HASH_BYTES + 1], reference[_HASH_BYTES + 1 :]
+        if producer is None or not body:
             return None, True
-        (prefix,) = prefixes
-        return prefix + reference[PREFIX_HASH_CHARS:], False
+        if kind == bytes([_SEQ_VARINT]):
+            sequence = _read_varint(body)
+            return (f"{producer}:{sequence}", False) if sequence is not None else (None, True)
+        if kind == bytes([_SEQ_TEXT]) and body.isascii():
+            return f"{producer}:{body.decode()}", False
+        return None, True
+
+    def _prefix(self, hashed: str) -> str | None:
+        prefixes = self._by_hash.get(hashed, set())
+        return next(iter(prefixes)) if len(prefixes) == 1 else None
 
 
 def decode_item(
@@ -130,7 +179,7 @@ def decode_item(
         if not reference:
             decoded.append(Decoded(key, at, element, None))
             continue
-        message_id, ambiguous = table.resolve(reference.decode("ascii"))
+        message_id, ambiguous = table.resolve_packed(reference)
         decoded.append(Decoded(key, at, element, message_id, ambiguous))
     for element in message_ids:
         offset, _, reference = element.partition("|")

@@ -219,6 +219,22 @@ class Ledger(LedgerStore):
                         hits[item.key] = min(hits.get(item.key, item.consumed_at_ms), item.consumed_at_ms)
         return [key for key, _ in sorted(hits.items(), key=lambda item: (item[1], item[0]))]
 
+    def consumed_entries(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> list[LedgerEntry]:
+        """Every consumed message recorded under ``key``, read as :meth:`was_consumed` reads (same window)."""
+        kind = key_kind(key)
+        key = validate_key(key, kind)
+        start = (
+            ulid_time_ms(key) if kind == "correlation-id" else int(self.clock() * 1000 - window.total_seconds() * 1000)
+        )
+        end = start + int(window.total_seconds() * 1000)
+        found: dict[str, LedgerEntry] = {}
+        shard = _shard(key, self.shards)
+        for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
+            for item in _decode(bucket_ms, keys):
+                if item.key == key and item.message_id is not None and not item.ambiguous:
+                    found.setdefault(item.message_id, LedgerEntry(key, item.consumed_at_ms, item.message_id))
+        return list(found.values())
+
     def was_consumed(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> bool:
         """ULID keys: consumed within ``window`` after their creation. Message ids: within ``window`` of now.
 

@@ -97,9 +97,19 @@ class PurgeService:
         self.clock = clock
         self._waiting: dict[str, dict[str, float]] = {}
 
-    def run(self, max_seconds: float, *, stop_when_idle: bool = False, stop_when_stalled: bool = False) -> PurgeReport:
-        """Purge rounds over every sync queue until ``max_seconds`` pass; no round outlives them.
+    def run(
+        self,
+        max_seconds: float,
+        *,
+        stop_when_idle: bool = False,
+        stop_when_stalled: bool = False,
+        hard_deadline: float | None = None,
+    ) -> PurgeReport:
+        """Start purge rounds over every sync queue for ``max_seconds``.
 
+        ``hard_deadline`` (``time.monotonic()`` seconds; a Lambda invocation's end less a margin)
+        is when a round must have stopped: the remover starts no selector group it could not
+        finish by then. ``max_seconds`` only says when to stop starting rounds.
         ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
         removed nothing (a failback's catch-up: what is still pending is not on the broker now).
         """
@@ -108,7 +118,7 @@ class PurgeService:
         while time.monotonic() < deadline:
             progress = 0
             for queue in (q for q in self.topology.queues if q.captures_consumed):
-                result = self.purge_queue(queue.name, deadline=deadline)
+                result = self.purge_queue(queue.name, deadline=hard_deadline)
                 summary = report.queues.setdefault(queue.name, QueueReport())
                 summary.purged += result.purged
                 summary.missing += result.missing
@@ -124,7 +134,7 @@ class PurgeService:
         return report
 
     def purge_queue(self, queue: str, *, deadline: float | None = None) -> QueueReport:
-        """One round for one queue; ``deadline`` (monotonic seconds) bounds the removal."""
+        """One round for one queue; ``deadline`` (monotonic seconds) is when its removal must have stopped."""
         result = QueueReport()
         waiting = self._waiting.setdefault(queue, {})
         pending = self.ledger.pending(queue, limit=self.settings.batch_keys + len(waiting))

@@ -322,7 +322,8 @@ CHILDREN: dict[str, frozenset[str]] = {
     "map": frozenset({"authorizationMap"}),
     "authorizationMap": frozenset({"authorizationEntries", "tempDestinationAuthorizationEntry"}),
     "authorizationEntries": frozenset({"authorizationEntry"}),
-    "tempDestinationAuthorizationEntry": frozenset(),
+    # The property element wraps the bean of the same name (ActiveMQ's schema; Amazon MQ's example).
+    "tempDestinationAuthorizationEntry": frozenset({"tempDestinationAuthorizationEntry"}),
     "redeliveryPlugin": frozenset({"redeliveryPolicyMap"}),
     "redeliveryPolicyMap": frozenset({"redeliveryPolicyMap", "redeliveryPolicyEntries", "defaultEntry"}),
     "redeliveryPolicyEntries": frozenset({"redeliveryPolicy"}),

@@ -3,8 +3,8 @@
 What we own is recognised by shape, not by markers a customer could delete:
 * a network connector whose name starts with ``brokersync-``;
 * a composite queue ``Q`` forwarding only to ``Q<suffix>``, a composite queue ``Q<suffix>``
-  forwarding only to ``Q``, and a composite topic on a consumed-advisory topic forwarding only
-  to ``BROKERSYNC.CONSUMED``.
+  forwarding only to ``Q``, and a composite topic on a departure advisory topic (consumed, expired, DLQ'd)
+  forwarding only to ``BROKERSYNC.CONSUMED``.
 Owned pieces are replaced where they stand (stale ones, for queues no longer in the
 topology, are removed); everything else is kept. A customer composite queue that already
 has our name keeps its own forwards and gains ours. A synced queue's policy goes into the
@@ -20,9 +20,11 @@ import copy
 from lxml import etree
 
 from brokersync.exceptions import RenderError
+from brokersync.render.access import merge_authorization
 from brokersync.render.document import container, core, element, local_name, replace_run
 from brokersync.render.parts import RoleParts
-from brokersync.topology import CONNECTOR_PREFIX, CONSUMED_ADVISORY_PREFIX, CONSUMED_QUEUE, Topology
+from brokersync.render.patterns import pattern_matches, specificity
+from brokersync.topology import CONNECTOR_PREFIX, CONSUMED_QUEUE, DEPARTURE_ADVISORY_PREFIXES, Topology
 
 
 def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
@@ -57,6 +59,8 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
         for name in parts.plugins:
             if not any(c.tag == core(name) for c in plugins):
                 plugins.append(element(name))
+    if topology.access.enforce:
+        merge_authorization(root, topology)
     _drop_empty(root)
 
 
@@ -90,7 +94,7 @@ def _is_ours(composite: etree._Element, topology: Topology) -> bool:
     kind, target = targets[0]
     suffix = topology.dr_suffix
     if composite.tag == core("compositeTopic"):
-        return name.startswith(CONSUMED_ADVISORY_PREFIX) and (kind, target) == ("queue", CONSUMED_QUEUE)
+        return name.startswith(DEPARTURE_ADVISORY_PREFIXES) and (kind, target) == ("queue", CONSUMED_QUEUE)
     return kind == "queue" and (
         target == f"{name}{suffix}" or (name.endswith(suffix) and target == name[: -len(suffix)])
     )
@@ -125,30 +129,14 @@ def _extend_customer_composite(existing: etree._Element, ours: etree._Element) -
             forward_to.append(element(kind, [("physicalName", target)]))
 
 
-def _pattern_matches(pattern: str, name: str) -> bool:
-    """ActiveMQ destination wildcards: ``*`` one segment, ``>`` the rest."""
-    pattern_parts, name_parts = pattern.split("."), name.split(".")
-    for index, part in enumerate(pattern_parts):
-        if part == ">":
-            return True
-        if index >= len(name_parts) or (part not in ("*", name_parts[index])):
-            return False
-    return len(pattern_parts) == len(name_parts)
-
-
-def _specificity(pattern: str) -> tuple[int, int]:
-    parts = pattern.split(".")
-    return (sum(p not in ("*", ">") for p in parts), len(parts))
-
-
 def _merge_policies(entries: etree._Element, policies: dict[str, list[tuple[str, str]]]) -> None:
     queue_entries = [e for e in entries if e.tag == core("policyEntry") and e.get("queue")]
     for queue, attributes in policies.items():
         target = next((e for e in queue_entries if e.get("queue") == queue), None)
         if target is None:
-            matching = [e for e in queue_entries if _pattern_matches(e.get("queue", ""), queue)]
+            matching = [e for e in queue_entries if pattern_matches(e.get("queue", ""), queue)]
             if matching:
-                template = max(matching, key=lambda e: _specificity(e.get("queue", "")))
+                template = max(matching, key=lambda e: specificity(e.get("queue", "")))
                 target = copy.deepcopy(template)
                 target.set("queue", queue)
             else:

@@ -3,9 +3,10 @@
 Primary role, per queue Q (dr name Q.DR):
 * destinations Q and Q.DR (and BROKERSYNC.CONSUMED / RECEIPTS / PARKED);
 * composite queue Q (forwardOnly=false) that also forwards into Q.DR: the copy;
-* for sync queues only, a composite topic named after Q's consumed-advisory topic that
-  forwards into BROKERSYNC.CONSUMED, and ``advisoryForConsumed`` on Q's policy. Named per
-  queue: a wildcard would also catch the bridge's own consumption of Q.DR;
+* for sync queues only, a composite topic named after each of Q's departure advisory topics
+  (consumed, expired, moved to a DLQ) that forwards into BROKERSYNC.CONSUMED, and
+  ``advisoryForConsumed`` on Q's policy. Named per queue: a wildcard would also catch the
+  bridge's own consumption of Q.DR;
 * network connector(s) to the DR broker that statically include every Q.DR.
 
 DR role, per queue Q: destination Q; composite queue Q.DR (forwardOnly=true) into Q, so the
@@ -30,8 +31,8 @@ from lxml import etree
 from brokersync.render.document import element
 from brokersync.topology import (
     CONNECTOR_PREFIX,
-    CONSUMED_ADVISORY_PREFIX,
     CONSUMED_QUEUE,
+    DEPARTURE_ADVISORY_PREFIXES,
     PARKED_QUEUE,
     RECEIPTS_QUEUE,
     Broker,
@@ -58,7 +59,7 @@ class RoleParts:
 
 
 def _forward(name: str, forward_only: bool, targets: list[tuple[str, str]]) -> etree._Element:
-    kind = "compositeTopic" if name.startswith(CONSUMED_ADVISORY_PREFIX) else "compositeQueue"
+    kind = "compositeTopic" if name.startswith(DEPARTURE_ADVISORY_PREFIXES) else "compositeQueue"
     forward_to = element("forwardTo", children=[element(t, [("physicalName", n)]) for t, n in targets])
     return element(kind, [("name", name), ("forwardOnly", str(forward_only).lower())], [forward_to])
 
@@ -98,7 +99,10 @@ def primary_parts(topology: Topology) -> RoleParts:
             parts.destinations.append(topology.dr_name(queue))
             parts.composites.append(_forward(queue.name, False, [("queue", topology.dr_name(queue))]))
         if queue.captures_consumed:
-            parts.composites.append(_forward(CONSUMED_ADVISORY_PREFIX + queue.name, False, [("queue", CONSUMED_QUEUE)]))
+            parts.composites += [
+                _forward(prefix + queue.name, False, [("queue", CONSUMED_QUEUE)])
+                for prefix in DEPARTURE_ADVISORY_PREFIXES
+            ]
             parts.policies[queue.name] = [("advisoryForConsumed", "true")]
     parts.destinations += [CONSUMED_QUEUE, RECEIPTS_QUEUE, PARKED_QUEUE]
     # Explicit, because a failover renders the primary role over the DR broker's previous

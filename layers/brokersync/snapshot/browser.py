@@ -36,6 +36,10 @@ class SnapshotLine:
     #: ActiveMQ's STOMP frames carry no brokerInTime header; None unless a broker sends one.
     broker_in_time: int | None
     size: int
+    #: Set on messages that arrived through the copy path (``/queue/Q.DR``, forwarded into Q);
+    #: absent on messages produced on this broker itself, e.g. stranded on an old primary. The
+    #: reconciliation never takes a message without it as gone from the primary.
+    original_destination: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -66,6 +70,7 @@ def snapshot_line(queue: Queue, frame: stomp.utils.Frame) -> SnapshotLine:
         timestamp=_int(headers.get("timestamp")),
         broker_in_time=_int(headers["brokerInTime"]) if "brokerInTime" in headers else None,
         size=size,
+        original_destination=headers.get("original-destination") or None,
     )
 
 

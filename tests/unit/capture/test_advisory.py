@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from brokersync.capture.advisory import parse_consumed_advisory
@@ -100,3 +102,43 @@ def test_an_advisory_without_a_well_formed_message_id_is_rejected(topology: Topo
 @pytest.mark.parametrize("correlation_id", [ULID_KEY + "\n", "\u0131" + ULID_KEY[1:], 42])
 def test_a_correlation_id_that_only_looks_like_a_ulid_is_rejected(topology: Topology, correlation_id: object) -> None:
     assert _reason(topology, *advisory_frame(correlation_id=correlation_id)) is RejectReason.INVALID_KEY
+
+
+def test_an_advisory_a_client_sent_is_rejected_as_forged(topology: Topology) -> None:
+    headers, body = advisory_frame("ORDERS")
+    headers["JMSXUserID"] = "app"
+
+    assert _reason(topology, headers, body) is RejectReason.FORGED
+
+
+def test_an_expired_advisory_is_a_departure_timed_when_the_relay_received_it(topology: Topology) -> None:
+    headers, body = advisory_frame("ORDERS")
+    headers["original-destination"] = "/topic/ActiveMQ.Advisory.Expired.Queue.ORDERS"
+
+    record = parse_consumed_advisory(headers, body, topology, received_at_ms=1795350000000)
+
+    assert (record.departure, record.consumed_at_ms, record.message_id) == ("expired", 1795350000000, MESSAGE_ID)
+
+
+def test_a_dlq_advisory_names_the_message_by_the_id_its_body_describes(topology: Topology) -> None:
+    headers, body = advisory_frame("ORDERS")
+    headers["original-destination"] = "/topic/ActiveMQ.Advisory.MessageDLQd.Queue.ORDERS"
+    del headers["orignalMessageId"]
+    document = json.loads(body)
+    (message,) = document.values()
+    message["messageId"] = {
+        "producerId": {"connectionId": "ID:vm-40237-1795342445090-7:1", "sessionId": -1, "value": 1},
+        "producerSequenceId": 5,
+    }
+
+    record = parse_consumed_advisory(headers, json.dumps(document), topology, received_at_ms=1795350000000)
+
+    assert (record.departure, record.message_id) == ("dead-lettered", "ID:vm-40237-1795342445090-7:1:-1:1:5")
+
+
+def test_a_dlq_advisory_whose_body_names_no_message_is_rejected(topology: Topology) -> None:
+    headers, body = advisory_frame("ORDERS")
+    headers["original-destination"] = "/topic/ActiveMQ.Advisory.MessageDLQd.Queue.ORDERS"
+    del headers["orignalMessageId"]
+
+    assert _reason(topology, headers, body) is RejectReason.MISSING_KEY

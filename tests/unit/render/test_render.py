@@ -49,17 +49,19 @@ def test_the_primary_copies_every_queue_into_its_dr_queue(topology: Topology) ->
         assert composite.xpath("c:forwardTo/c:queue/@physicalName", namespaces=NS) == [f"{queue}.DR"]
 
 
-def test_only_sync_queues_forward_consumed_advisories_each_by_name(topology: Topology) -> None:
+def test_only_sync_queues_forward_their_departure_advisories_each_by_name(topology: Topology) -> None:
+    """Consumed, expired and dead-lettered: every way out of a synced queue the broker announces."""
     doc = _doc(render_configuration(topology, "primary"))
 
     topics = doc.xpath("//c:compositeTopic/@name", namespaces=NS)
     assert topics == [
-        "ActiveMQ.Advisory.MessageConsumed.Queue.ORDERS",
-        "ActiveMQ.Advisory.MessageConsumed.Queue.PAYMENTS",
+        f"ActiveMQ.Advisory.{kind}.Queue.{queue}"
+        for queue in ("ORDERS", "PAYMENTS")
+        for kind in ("MessageConsumed", "Expired", "MessageDLQd")
     ]
     assert not any(">" in t or "*" in t for t in topics)
     assert (
-        doc.xpath("//c:compositeTopic/c:forwardTo/c:queue/@physicalName", namespaces=NS) == ["BROKERSYNC.CONSUMED"] * 2
+        doc.xpath("//c:compositeTopic/c:forwardTo/c:queue/@physicalName", namespaces=NS) == ["BROKERSYNC.CONSUMED"] * 6
     )
 
 
@@ -169,7 +171,7 @@ def test_a_crdr_pair_renders_no_copy_path(topology: Topology) -> None:
 
     assert doc.xpath("//c:networkConnector", namespaces=NS) == []
     assert doc.xpath("//c:compositeQueue", namespaces=NS) == []
-    assert len(doc.xpath("//c:compositeTopic", namespaces=NS)) == 2
+    assert len(doc.xpath("//c:compositeTopic", namespaces=NS)) == 6  # departure advisories of two sync queues
 
 
 @pytest.mark.parametrize("role", ["primary", "dr"])

@@ -1,0 +1,176 @@
+"""Who may write what BrokerSync trusts: the ``authorizationPlugin`` entries, merged and checked.
+
+BrokerSync trusts three things to mean "gone from the primary": an advisory in
+``BROKERSYNC.CONSUMED`` (forwarded from Q's consumed, expired and DLQ'd advisory topics), a
+receipt in ``BROKERSYNC.RECEIPTS``, and (for the copy) what arrives through ``Q.DR``. Anyone
+who can send to those can make the purge remove a real, unconsumed message from DR. So:
+
+* both roles render the same entries (a failover swaps configurations, not trust);
+* BrokerSync's destinations are writable, readable and administrable only by BrokerSync's
+  group and the trusted operator groups (``BROKERSYNC.RECEIPTS`` also writable by the
+  receipt groups); application groups get each synced queue, the advisory topics to read,
+  temporary destinations, and the patterns the topology lists;
+* ActiveMQ grants the **union** of every entry whose pattern matches a destination
+  (``DefaultAuthorizationMap.getAllEntries``), so one broad entry (``queue=">"``) would undo
+  all of this. After merging, every entry is checked against every protected destination
+  and rendering stops with a :class:`RenderError` naming the entry that would let another
+  group in, rather than upload a configuration that only looks safe;
+* ``populateJMSXUserID`` makes the broker stamp every client-sent message with the
+  authenticated user, which a client cannot forge: the relay refuses an "advisory" that
+  carries one, because the broker's own advisories never do (defence in depth).
+
+Entries are merged into the customer's: an entry for the same destination pattern gains our
+groups (a set union, so rendering twice changes nothing); otherwise ours is appended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lxml import etree
+
+from brokersync.exceptions import RenderError
+from brokersync.render.document import container, core, element
+from brokersync.render.patterns import pattern_matches
+from brokersync.topology import (
+    CONSUMED_QUEUE,
+    DEPARTURE_ADVISORY_PREFIXES,
+    PARKED_QUEUE,
+    RECEIPTS_QUEUE,
+    Topology,
+)
+
+#: Every queue BrokerSync owns lives under this prefix.
+BROKERSYNC_QUEUES = "BROKERSYNC.>"
+ADVISORY_TOPICS = "ActiveMQ.Advisory.>"
+STATISTICS_QUEUES = "ActiveMQ.Statistics.>"
+_OPERATIONS = ("read", "write", "admin")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One authorization entry: a destination pattern and the groups of each operation."""
+
+    kind: str  # "queue" or "topic"
+    pattern: str
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    admin: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A destination BrokerSync trusts, and the groups that may perform each checked operation on it."""
+
+    kind: str
+    name: str
+    allowed: dict[str, frozenset[str]]
+
+
+def _dedupe(*groups: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(g for part in groups for g in part))
+
+
+def advisory_topics(topology: Topology) -> list[str]:
+    """The advisory topics BrokerSync forwards into ``BROKERSYNC.CONSUMED``."""
+    return [prefix + q.name for q in topology.queues if q.captures_consumed for prefix in DEPARTURE_ADVISORY_PREFIXES]
+
+
+def protected_destinations(topology: Topology) -> list[Protected]:
+    access = topology.access
+    ours = frozenset(access.brokersync_groups)
+    full = dict.fromkeys(_OPERATIONS, ours)
+    protected = [Protected("queue", name, full) for name in (CONSUMED_QUEUE, PARKED_QUEUE)]
+    protected.append(Protected("queue", RECEIPTS_QUEUE, {**full, "write": ours | frozenset(access.receipt_groups)}))
+    protected += [Protected("queue", topology.dr_name(q), full) for q in topology.queues]
+    # Reading an advisory topic is harmless (it is a copy); writing one forges consumption.
+    protected += [Protected("topic", name, {"write": ours}) for name in advisory_topics(topology)]
+    return protected
+
+
+def grants(topology: Topology) -> list[Grant]:
+    """The entries BrokerSync needs, the same for both roles."""
+    access = topology.access
+    ours = tuple(access.brokersync_groups)
+    apps = tuple(access.application_groups)
+    receipts = tuple(access.receipt_groups)
+    everyone = _dedupe(ours, apps, receipts)
+    entries = [
+        Grant("queue", BROKERSYNC_QUEUES, ours, ours, ours),
+        Grant("queue", STATISTICS_QUEUES, ours, ours, ours),
+        Grant("topic", ADVISORY_TOPICS, everyone, ours, everyone),
+    ]
+    if receipts:
+        entries.append(Grant("queue", RECEIPTS_QUEUE, (), receipts, ()))
+    for queue in topology.queues:
+        shared = _dedupe(ours, apps)
+        entries.append(Grant("queue", queue.name, shared, shared, shared))
+        entries.append(Grant("queue", topology.dr_name(queue), ours, ours, ours))
+    shared = _dedupe(ours, apps)
+    entries += [Grant("queue", p, shared, shared, shared) for p in access.application_queues]
+    entries += [Grant("topic", p, shared, shared, shared) for p in access.application_topics]
+    return entries
+
+
+def merge_authorization(root: etree._Element, topology: Topology) -> None:
+    """Merge :func:`grants` into the configuration's authorization map, then check it (see module docstring)."""
+    root.set("populateJMSXUserID", "true")
+    root.set("useAuthenticatedPrincipalForJMSXUserID", "true")
+    entries = container(root, "plugins", "authorizationPlugin", "map", "authorizationMap", "authorizationEntries")
+    for grant in grants(topology):
+        existing = next(
+            (e for e in entries if e.tag == core("authorizationEntry") and e.get(grant.kind) == grant.pattern), None
+        )
+        if existing is None:
+            existing = element("authorizationEntry", [(grant.kind, grant.pattern)])
+            entries.append(existing)
+        for operation in _OPERATIONS:
+            groups = getattr(grant, operation)
+            if groups:
+                present = [g.strip() for g in existing.get(operation, "").split(",") if g.strip()]
+                existing.set(operation, ",".join(dict.fromkeys([*present, *groups])))
+    authorization_map = entries.getparent()
+    assert authorization_map is not None
+    # <tempDestinationAuthorizationEntry> (the property) wraps one of the same name (the bean).
+    holder = next((c for c in authorization_map if c.tag == core("tempDestinationAuthorizationEntry")), None)
+    if holder is None:
+        holder = element("tempDestinationAuthorizationEntry")
+        authorization_map.append(holder)
+    temporary = next((c for c in holder if c.tag == core("tempDestinationAuthorizationEntry")), None)
+    if temporary is None:
+        temporary = element("tempDestinationAuthorizationEntry")
+        holder.append(temporary)
+    access = topology.access
+    everyone = _dedupe(access.brokersync_groups, access.application_groups, access.receipt_groups)
+    for operation in _OPERATIONS:
+        present = [g.strip() for g in temporary.get(operation, "").split(",") if g.strip()]
+        temporary.set(operation, ",".join(dict.fromkeys([*present, *everyone])))
+    check_authorization(root, topology)
+
+
+def check_authorization(root: etree._Element, topology: Topology) -> None:
+    """Raise :class:`RenderError` when any entry lets a group outside the allowed ones at a protected destination."""
+    entries = root.iterfind(
+        f"{core('plugins')}/{core('authorizationPlugin')}/{core('map')}/{core('authorizationMap')}"
+        f"/{core('authorizationEntries')}/{core('authorizationEntry')}"
+    )
+    protected = protected_destinations(topology)
+    for entry in entries:
+        for kind in ("queue", "topic"):
+            for pattern in (p.strip() for p in entry.get(kind, "").split(",") if p.strip()):
+                for target in (p for p in protected if p.kind == kind and pattern_matches(pattern, p.name)):
+                    for operation, allowed in target.allowed.items():
+                        groups = {g.strip() for g in entry.get(operation, "").split(",") if g.strip()}
+                        foreign = sorted(groups - allowed)
+                        if foreign:
+                            raise RenderError(_refusal(kind, pattern, operation, foreign, target.name))
+
+
+def _refusal(kind: str, pattern: str, operation: str, groups: list[str], target: str) -> str:
+    return (
+        f'authorizationEntry {kind}="{pattern}" grants {operation} to {", ".join(groups)}, which reaches {target}: '
+        "ActiveMQ grants the union of every matching entry, so these users could forge consumption (or steal the "
+        "copy) and make BrokerSync remove unconsumed messages from DR. Narrow the entry to your applications' "
+        "destinations (list them in the topology's access.application_queues/application_topics), or add the "
+        "groups to access.trusted_groups if they are operators"
+    )

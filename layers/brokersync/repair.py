@@ -1,0 +1,90 @@
+"""Feeding the reconciliation's purge list back to the ledger, so the purge loop removes what advisories missed.
+
+The reconciliation lists DR messages that should not be there: consumed per the ledger but
+still on DR (``reason = "ledger"``: a copy that arrived after the key was given up on, a
+bridge redelivery after the purge), or gone from the primary with no ledger record at all
+(``reason = "gone_from_primary"``: a console delete, an advisory lost in a primary restart).
+
+The invariant decides what may be recorded: only an exact message id is ever made pending.
+A ``ledger`` row names no message (the snapshot keys messages by sync key, and two messages
+can share one), so its message ids are read from the ledger itself, which recorded each
+consumed message with its id; a ULID the ledger cannot name is skipped and counted. A
+``gone_from_primary`` row carries the DR copy's own id (the reconciliation lists only copies
+that came through the copy path, never a message produced or stranded on DR itself).
+Either way the entry is recorded as consumed now, so the purge treats it as new work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from brokersync.keys import InvalidKeyError, key_kind, validate_key, validate_message_id
+from brokersync.ledger.base import LedgerEntry, LedgerStore
+
+logger = logging.getLogger(__name__)
+
+#: How far after a ULID's creation its consumed entries are searched (as ``was_consumed``).
+CONSUMED_WINDOW = timedelta(hours=24)
+#: Entries recorded per ledger call.
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class PurgeListRow:
+    queue: str
+    key: str
+    message_id: str | None
+    reason: str
+
+
+@dataclass
+class RepairReport:
+    recorded: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def repair_from_purge_list(
+    ledger: LedgerStore, rows: Iterable[PurgeListRow], *, window: timedelta = CONSUMED_WINDOW
+) -> RepairReport:
+    """Record every purge-list row that names an exact message as pending; count the rest by why."""
+    report = RepairReport()
+    batches: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for row in rows:
+        for entry in _entries(ledger, row, window, report):
+            batches[row.queue].append(entry)
+            if len(batches[row.queue]) >= BATCH:
+                report.recorded += _flush(ledger, row.queue, batches.pop(row.queue))
+    for queue, entries in batches.items():
+        report.recorded += _flush(ledger, queue, entries)
+    if report.skipped:
+        logger.warning("purge-list rows not recorded: %s", dict(report.skipped))
+    return report
+
+
+def _entries(ledger: LedgerStore, row: PurgeListRow, window: timedelta, report: RepairReport) -> list[LedgerEntry]:
+    try:
+        key = validate_key(row.key, key_kind(row.key))
+        message_id = validate_message_id(row.message_id) if row.message_id else None
+    except InvalidKeyError:
+        report.skipped["invalid"] += 1
+        return []
+    if message_id is not None:
+        return [LedgerEntry(key, 0, message_id)]
+    if key_kind(key) == "message-id":
+        return [LedgerEntry(key, 0, key)]
+    if row.reason != "ledger":
+        report.skipped["no-message-id"] += 1
+        return []
+    entries = ledger.consumed_entries(row.queue, key, window)
+    if not entries:
+        report.skipped["not-in-ledger"] += 1
+    return entries
+
+
+def _flush(ledger: LedgerStore, queue: str, entries: list[LedgerEntry]) -> int:
+    ledger.add_pending(queue, entries)
+    return len(entries)

@@ -1,0 +1,116 @@
+"""Only the broker and BrokerSync write what BrokerSync trusts, on the real pair.
+
+The local brokers run the rendered authorization map with the users Amazon MQ would hold
+(``brokersync_local.wrapper.LOCAL_USERS``): ``app`` is an application user, ``receipts`` a
+receipt publisher, and unauthenticated harness connections act as BrokerSync's own group.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import stomp
+from ulid import ULID
+
+from brokersync.broker.stomp import BrokerCredentials, StompConnector
+from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.writer import LedgerWriter
+from brokersync.ledger import memory_ledger
+from brokersync.topology import CONSUMED_ADVISORY_PREFIX, CONSUMED_QUEUE, PARKED_QUEUE, RECEIPTS_QUEUE, Topology
+from brokersync_local.browsing import browse
+from brokersync_local.wrapper import APPLICATION_USER, RECEIPT_USER, LocalUser
+from tests.integration.stomp_helpers import receive
+
+pytestmark = pytest.mark.broker
+
+
+class _Replies(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.receipts: set[str] = set()
+        self.errors: list[stomp.utils.Frame] = []
+
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
+        self.receipts.add(frame.headers.get("receipt-id", ""))
+
+    def on_error(self, frame: stomp.utils.Frame) -> None:
+        self.errors.append(frame)
+
+
+def _send_as(user: LocalUser, connector: StompConnector, destination: str, body: str = "forged") -> bool:
+    """Whether the broker accepted a SEND from ``user`` (a receipt) rather than refusing it (an ERROR)."""
+    as_user = StompConnector(
+        [f"stomp://{e.host}:{e.port}" for e in connector.endpoints], BrokerCredentials(user.username, user.password)
+    )
+    replies = _Replies()
+    connection = as_user.connect(replies, name="test-second-user")
+    try:
+        connection.send(destination, body, headers={"receipt": "sent", "persistent": "true"})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "sent" not in replies.receipts and not replies.errors:
+            time.sleep(0.05)
+    finally:
+        if connection.is_connected():
+            connection.disconnect()
+    assert "sent" in replies.receipts or replies.errors, f"no reply to a SEND to {destination}"
+    return "sent" in replies.receipts and not replies.errors
+
+
+@pytest.mark.parametrize(
+    "destination",
+    [
+        f"/queue/{CONSUMED_QUEUE}",
+        f"/queue/{RECEIPTS_QUEUE}",
+        f"/queue/{PARKED_QUEUE}",
+        "/queue/ORDERS.DR",
+        f"/topic/{CONSUMED_ADVISORY_PREFIX}ORDERS",
+    ],
+)
+def test_an_application_user_cannot_write_what_brokersync_trusts(primary: StompConnector, destination: str) -> None:
+    assert not _send_as(APPLICATION_USER, primary, destination)
+
+
+def test_an_application_user_may_use_its_synced_queue(primary: StompConnector, dr: StompConnector) -> None:
+    assert _send_as(APPLICATION_USER, primary, "/queue/ORDERS", "an order")
+    assert len(receive(primary, "ORDERS", 1)) == 1
+
+
+def test_an_application_user_cannot_write_the_dr_brokers_inbound_queue(dr: StompConnector) -> None:
+    assert not _send_as(APPLICATION_USER, dr, "/queue/ORDERS.DR")
+
+
+def test_a_receipt_publisher_may_write_receipts_and_nothing_else_of_brokersync(primary: StompConnector) -> None:
+    assert not _send_as(RECEIPT_USER, primary, f"/queue/{CONSUMED_QUEUE}")
+    assert _send_as(RECEIPT_USER, primary, f"/queue/{RECEIPTS_QUEUE}", "{}")
+    receive(primary, RECEIPTS_QUEUE, 1)
+
+
+def test_an_advisory_a_client_sends_is_parked_as_forged_and_a_real_one_is_captured(
+    topology: Topology, primary: StompConnector
+) -> None:
+    """Even a client allowed to write the advisory topic cannot pass its message off as the broker's."""
+    forged_key = str(ULID())
+    body = json.dumps({"ActiveMQTextMessage": {"correlationId": forged_key, "brokerOutTime": 1795340000000}})
+    connection = primary.connect(name="test-forger")
+    connection.send(
+        f"/topic/{CONSUMED_ADVISORY_PREFIX}ORDERS",
+        body,
+        headers={"orignalMessageId": "ID:forger-1-1795340000000-1:1:-1:1:1", "orignalDestination": "queue://ORDERS"},
+    )
+    connection.disconnect()
+    real_key = str(ULID())
+    connection = primary.connect(name="test-producer")
+    connection.send("/queue/ORDERS", "real", headers={"correlation-id": real_key, "persistent": "true"})
+    connection.disconnect()
+    assert len(receive(primary, "ORDERS", 1)) == 1
+    ledger = memory_ledger()
+
+    report = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.05)).run(
+        max_seconds=2
+    )
+
+    assert report.parked["forged"] == 1
+    assert [p.key for p in ledger.pending("ORDERS")] == [real_key]
+    [parked] = browse(primary, PARKED_QUEUE)
+    assert parked.headers["brokersync-reason"] == "forged"

@@ -1,0 +1,101 @@
+"""Only the broker and BrokerSync write what BrokerSync trusts: the rendered authorization map."""
+
+from __future__ import annotations
+
+import pytest
+from lxml import etree
+
+from brokersync.exceptions import RenderError
+from brokersync.render import render_configuration
+from brokersync.render.access import protected_destinations
+from brokersync.topology import Topology
+
+NS = {"c": "http://activemq.apache.org/schema/core"}
+
+
+def _base(*entries: str) -> str:
+    rows = "".join(entries)
+    return (
+        '<broker xmlns="http://activemq.apache.org/schema/core"><plugins><authorizationPlugin><map>'
+        f"<authorizationMap><authorizationEntries>{rows}</authorizationEntries></authorizationMap>"
+        "</map></authorizationPlugin></plugins></broker>"
+    )
+
+
+def _entry(doc: etree._Element, kind: str, pattern: str) -> etree._Element:
+    [entry] = doc.xpath(f"//c:authorizationEntry[@{kind}='{pattern}']", namespaces=NS)
+    return entry
+
+
+@pytest.mark.parametrize("role", ["primary", "dr"])
+def test_brokersync_destinations_are_written_only_by_brokersync_and_operators(topology: Topology, role: str) -> None:
+    doc = etree.fromstring(render_configuration(topology, role).encode())
+
+    assert _entry(doc, "queue", "BROKERSYNC.>").get("write") == "brokersync,admins"
+    assert _entry(doc, "queue", "ORDERS.DR").get("write") == "brokersync,admins"
+    assert _entry(doc, "topic", "ActiveMQ.Advisory.>").get("write") == "brokersync,admins"
+    assert "users" in _entry(doc, "queue", "ORDERS").get("write")
+    assert doc.get("populateJMSXUserID") == "true"
+
+
+@pytest.mark.parametrize(
+    "customer",
+    [
+        '<authorizationEntry queue=">" read="users" write="users" admin="users"/>',
+        '<authorizationEntry queue="BROKERSYNC.*" read="apps" write="apps" admin="apps"/>',
+        '<authorizationEntry queue="*.DR" read="users" write="users" admin="users"/>',
+        '<authorizationEntry topic="ActiveMQ.Advisory.>" read="users" write="users" admin="users"/>',
+        '<authorizationEntry queue="INVOICES,BROKERSYNC.RECEIPTS" read="x" write="x" admin="x"/>',
+    ],
+)
+def test_a_customer_grant_that_reaches_a_brokersync_destination_is_refused(topology: Topology, customer: str) -> None:
+    with pytest.raises(RenderError, match="union of every matching entry"):
+        render_configuration(topology, "primary", base=_base(customer))
+
+
+def test_a_customer_grant_scoped_to_its_own_destinations_is_kept(topology: Topology) -> None:
+    customer = '<authorizationEntry queue="INVOICES.>" read="billing" write="billing" admin="billing"/>'
+
+    doc = etree.fromstring(render_configuration(topology, "primary", base=_base(customer)).encode())
+
+    assert _entry(doc, "queue", "INVOICES.>").get("write") == "billing"
+
+
+def test_a_customer_entry_for_a_synced_queue_gains_brokersync_without_losing_its_groups(topology: Topology) -> None:
+    customer = '<authorizationEntry queue="ORDERS" read="orders-app" write="orders-app" admin="orders-app"/>'
+
+    doc = etree.fromstring(render_configuration(topology, "dr", base=_base(customer)).encode())
+
+    assert _entry(doc, "queue", "ORDERS").get("read") == "orders-app,brokersync,admins,users"
+
+
+def test_receipt_groups_may_write_receipts_and_nothing_else_of_ours(topology: Topology) -> None:
+    access = topology.access.model_copy(update={"receipt_groups": ["receipt-writers"]})
+    with_receipts = topology.model_copy(update={"access": access})
+
+    doc = etree.fromstring(render_configuration(with_receipts, "primary").encode())
+
+    assert _entry(doc, "queue", "BROKERSYNC.RECEIPTS").get("write") == "receipt-writers"
+    assert "receipt-writers" not in _entry(doc, "queue", "BROKERSYNC.>").get("write")
+
+
+def test_an_application_pattern_that_reaches_brokersync_is_refused(topology: Topology) -> None:
+    access = topology.access.model_copy(update={"application_queues": [">"]})
+
+    with pytest.raises(RenderError, match="reaches BROKERSYNC"):
+        render_configuration(topology.model_copy(update={"access": access}), "primary")
+
+
+def test_enforce_false_renders_no_authorization(topology: Topology) -> None:
+    access = topology.access.model_copy(update={"enforce": False})
+
+    rendered = render_configuration(topology.model_copy(update={"access": access}), "primary")
+
+    assert "authorizationPlugin" not in rendered
+
+
+def test_every_dr_queue_and_forwarded_advisory_topic_is_protected(topology: Topology) -> None:
+    names = {(p.kind, p.name) for p in protected_destinations(topology)}
+
+    assert {("queue", "ORDERS.DR"), ("queue", "AUDIT.DR"), ("queue", "BROKERSYNC.CONSUMED")} <= names
+    assert ("topic", "ActiveMQ.Advisory.MessageConsumed.Queue.ORDERS") in names

@@ -1,0 +1,58 @@
+"""The reconciliation's purge list fed back to the ledger: only exact message ids become pending."""
+
+from __future__ import annotations
+
+from ulid import ULID
+
+from brokersync.ledger import LedgerEntry, memory_ledger
+from brokersync.repair import PurgeListRow, repair_from_purge_list
+
+T0 = 1_795_340_000_000
+
+
+def mid(n: int) -> str:
+    return f"ID:app-41000-1795340000000-1:1:-1:1:{n}"
+
+
+def test_a_ledger_row_is_made_pending_under_the_message_ids_the_ledger_recorded() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+    key = str(ULID.from_timestamp(T0 / 1000))
+    ledger.record("ORDERS", [LedgerEntry(key, T0 + 10, mid(1))])
+    ledger.mark_missing("ORDERS", ledger.pending("ORDERS"))  # given up on; the copy arrived later
+
+    report = repair_from_purge_list(ledger, [PurgeListRow("ORDERS", key, None, "ledger")])
+
+    assert report.recorded == 1
+    assert [(p.key, p.message_id) for p in ledger.pending("ORDERS")] == [(key, mid(1))]
+
+
+def test_a_ledger_row_the_ledger_cannot_name_is_skipped() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+
+    report = repair_from_purge_list(ledger, [PurgeListRow("ORDERS", str(ULID()), None, "ledger")])
+
+    assert (report.recorded, report.skipped["not-in-ledger"]) == (0, 1)
+    assert ledger.pending("ORDERS") == []
+
+
+def test_a_gone_from_primary_row_is_made_pending_under_the_dr_copys_own_id() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+    key = str(ULID())
+
+    repair_from_purge_list(ledger, [PurgeListRow("ORDERS", key, mid(7), "gone_from_primary")])
+
+    assert [(p.key, p.message_id) for p in ledger.pending("ORDERS")] == [(key, mid(7))]
+
+
+def test_rows_with_malformed_ids_or_no_id_to_name_are_skipped_not_guessed() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+    rows = [
+        PurgeListRow("ORDERS", str(ULID()), "ID:nope", "gone_from_primary"),
+        PurgeListRow("ORDERS", str(ULID()), None, "gone_from_primary"),
+        PurgeListRow("ORDERS", "order-42", None, "ledger"),
+    ]
+
+    report = repair_from_purge_list(ledger, rows)
+
+    assert report.recorded == 0
+    assert report.skipped == {"invalid": 2, "no-message-id": 1}
