@@ -16,7 +16,7 @@ import pytest
 from moto import mock_aws
 from ulid import ULID
 
-from brokersync.ledger import Ledger, PendingKey
+from brokersync.ledger import Ledger, LedgerEntry, PendingKey
 from tests.spark.ledger_export import export_lines, moto_ledger, write_export, write_manifest, write_snapshot
 
 NOW_MS = int(time.time() * 1000)
@@ -24,12 +24,22 @@ HOUR_MS = 3_600_000
 
 
 def _ulids(n: int) -> list[str]:
-    return [str(ULID()) for _ in range(n)]
+    """Keys created three hours ago, before the scenario consumed them (the ledger searches from creation)."""
+    return [str(ULID.from_timestamp((NOW_MS - 3 * HOUR_MS) / 1000)) for _ in range(n)]
 
 
-def _message(key: str, timestamp: int = NOW_MS - HOUR_MS, **extra: Any) -> dict[str, Any]:
-    return {"key": key, "message_id": f"ID:m-{key}", "correlation_id": key, "timestamp": timestamp,
-            "broker_in_time": timestamp, "size": 100, **extra}  # fmt: skip
+def _mid(key: str) -> str:
+    """The message id the scenario's broker gave the message keyed ``key`` (message-id keys are their own)."""
+    return (
+        key if key.startswith("ID:") else f"ID:snapshot-41000-1795340000000-1:1:-1:1:{int(ULID.from_str(key)) % 10**15}"
+    )
+
+
+def _message(key: str, timestamp: int = NOW_MS - HOUR_MS, *, copied: bool = True, **extra: Any) -> dict[str, Any]:
+    """A snapshot line; ``copied`` ones arrived through the copy path (``original-destination`` is set)."""
+    origin = {"original_destination": "/queue/ORDERS.DR"} if copied else {}
+    return {"key": key, "message_id": _mid(key), "correlation_id": key, "timestamp": timestamp,
+            "broker_in_time": timestamp, "size": 100, **origin, **extra}  # fmt: skip
 
 
 class World:
@@ -39,10 +49,13 @@ class World:
         self.root = root
         self.k = _ulids(10)
         self.unconsumed, self.gone, self.recent = _ulids(5), _ulids(2), _ulids(1)
+        # Produced on the DR broker itself: stranded there while it was primary, before a failover
+        # and failback made it DR again. Not on the new primary, never consumed: never "gone".
+        self.stranded = _ulids(1)
         self.m = [f"ID:broker-a-41231-1700000000000-5:1:1:1:{n}" for n in range(1, 4)]
         consumed_at = NOW_MS - 2 * HOUR_MS
-        ledger.record("ORDERS", [(key, consumed_at + i) for i, key in enumerate(self.k)])
-        ledger.record("ORDERS", [(self.k[0], consumed_at + 5_000)])  # a replay recorded it a second time
+        ledger.record("ORDERS", [LedgerEntry(key, consumed_at + i, _mid(key)) for i, key in enumerate(self.k)])
+        ledger.record("ORDERS", [LedgerEntry(self.k[0], consumed_at + 5_000, _mid(self.k[0]))])  # replayed
         ledger.record("PAYMENTS", [(key, consumed_at + i) for i, key in enumerate(self.m)])
         pending = {p.key: p for p in ledger.pending("ORDERS", limit=100)}
         ledger.mark_purged("ORDERS", [pending[k] for k in self.k[1:5]])
@@ -53,6 +66,7 @@ class World:
         self.export = write_export(root / "export", lines)
         dr_orders = [_message(k) for k in [self.k[0], self.k[6], self.k[7], *self.unconsumed, *self.gone]]
         dr_orders.append(_message(self.recent[0], timestamp=NOW_MS - 1_000))
+        dr_orders.append(_message(self.stranded[0], copied=False))
         self.dr = write_snapshot(root / "dr", "ORDERS", dr_orders, extra_lines=["{broken"])
         write_snapshot(root / "dr", "PAYMENTS", [{**_message(self.m[2]), "key": self.m[2]}])
         primary = [_message(k) for k in [*self.unconsumed, self.k[9]]]
@@ -97,6 +111,17 @@ def test_messages_gone_from_a_complete_primary_snapshot_are_listed_as_such(resul
     assert _keys(result["purge_list"], reason="gone_from_primary") == set(world[0].gone)
 
 
+def test_gone_rows_name_the_dr_copies_own_message_ids(result: dict[str, Any], world: Any) -> None:
+    rows = [r for r in result["purge_list"].collect() if r.reason == "gone_from_primary"]
+
+    assert {r.message_id for r in rows} == {_mid(key) for key in world[0].gone}
+
+
+def test_a_message_stranded_on_dr_after_a_failback_is_never_taken_as_gone(result: dict[str, Any], world: Any) -> None:
+    """It never came through the copy path, so its absence from the primary proves nothing."""
+    assert world[0].stranded[0] not in _keys(result["purge_list"])
+
+
 def test_a_message_produced_just_before_the_primary_snapshot_is_never_concluded_gone(
     result: dict[str, Any], world: Any
 ) -> None:
@@ -128,7 +153,7 @@ def test_a_key_recorded_twice_in_the_export_counts_once(result: dict[str, Any]) 
 
     assert (orders.consumed, orders.recorded_more_than_once) == (10, 1)
     assert (orders.purged, orders.pending, orders.marked_missing) == (4, 5, 1)
-    assert (orders.on_dr, orders.duplicates_at_risk, orders.gone_from_primary, orders.missing) == (11, 3, 2, 2)
+    assert (orders.on_dr, orders.duplicates_at_risk, orders.gone_from_primary, orders.missing) == (12, 3, 2, 2)
 
 
 def test_malformed_lines_are_counted_and_reported_not_fatal(result: dict[str, Any]) -> None:
@@ -203,6 +228,8 @@ def test_outputs_are_parquet_plus_summary_json_and_an_html_report(
     summary = job.run(spark, job.Inputs(str(w.export), str(w.dr), str(w.primary)), str(out))
 
     assert spark.read.parquet(str(out / "purge_list")).count() == 6
+    parts = list((out / job.PURGE_LIST_JSON).glob("*.json.gz"))  # what functions/repair_ledger reads
+    assert sum(gzip.decompress(p.read_bytes()).decode().count("\n") for p in parts) == 6
     assert spark.read.parquet(str(out / "missing")).count() == 2
     assert json.loads((out / "summary.json").read_text())["totals"] == summary["totals"]
     assert summary["totals"]["duplicates_at_risk"] == 4
@@ -219,16 +246,16 @@ def test_repair_records_the_purge_list_in_the_ledger_as_pending(
 
     written = job.repair(result["purge_list"], "brokersync-ledger", "us-west-2", None)
 
-    pending = {p.key for p in ledger.pending("ORDERS", limit=1000)}
+    pending = {(p.key, p.message_id) for p in ledger.pending("ORDERS", limit=1000)}
     assert written == 6
-    assert set(w.gone) <= pending
+    assert {(k, _mid(k)) for k in [*w.gone, w.k[0], w.k[6], w.k[7]]} <= pending
     assert isinstance(next(iter(ledger.pending("ORDERS", limit=1))), PendingKey)
 
 
 def test_gzip_parts_are_what_the_snapshot_function_writes(world: Any) -> None:
     part = world[0].dr / "ORDERS" / "part-00000.jsonl.gz"
 
-    assert gzip.decompress(part.read_bytes()).decode().count("\n") == 12
+    assert gzip.decompress(part.read_bytes()).decode().count("\n") == 13
 
 
 def test_the_cli_runs_the_job_on_local_2_and_prints_its_totals(world: Any, tmp_path: Path, project_root: Path) -> None:
