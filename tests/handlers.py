@@ -37,3 +37,17 @@ class FakeContext:
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(name)
+
+
+def set_lambda_environment(monkeypatch: Any, region: str, **variables: str) -> None:
+    """What Lambda and our template give every function, plus ``variables``: throwaway credentials for moto."""
+    for name, value in {
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        **variables,
+    }.items():
+        monkeypatch.setenv(name, value)

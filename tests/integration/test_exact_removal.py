@@ -160,8 +160,11 @@ def test_a_frame_no_selector_asked_for_stops_the_purge_unacked(
     AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=FAST).run(max_seconds=1.5)
     real_batches = remover_module.selector_batches
 
-    def widened(ids: list[str], kind: str) -> list[tuple[list[str], str]]:
-        return [(batch, f"{selector} OR JMSMessageID = '{unconsumed}'") for batch, selector in real_batches(ids, kind)]
+    def widened(ids: list[str], kind: str, **options: int) -> list[tuple[list[str], str]]:
+        return [
+            (batch, f"{selector} OR JMSMessageID = '{unconsumed}'")
+            for batch, selector in real_batches(ids, kind, **options)
+        ]
 
     monkeypatch.setattr(remover_module, "selector_batches", widened)
     purge = PurgeService(ledger, SelectorRemover(dr), topology)

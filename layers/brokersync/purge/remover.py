@@ -49,7 +49,7 @@ import stomp
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
-from brokersync.purge.selectors import selector_batches
+from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
 
 class PurgeInvariantError(BrokerSyncError):
@@ -71,6 +71,13 @@ class RemoverSettings:
     #: A group is not started with less time than this left before the deadline: it could not
     #: settle and confirm its acks in time.
     min_group_s: float = 1.0
+    #: Longest selector header line; ActiveMQ refuses more than MAX_HEADER_LINE_BYTES. Smaller
+    #: values only make more, shorter selectors (the property test uses that to reach many groups).
+    selector_bytes: int = MAX_HEADER_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        if not 200 <= self.selector_bytes <= MAX_HEADER_LINE_BYTES:
+            raise ValueError(f"selector_bytes must be between 200 and {MAX_HEADER_LINE_BYTES}")
 
 
 @dataclass
@@ -119,7 +126,7 @@ class SelectorRemover:
         if deadline is not None:
             limit = min(limit, deadline)
         result = RemovalResult()
-        batches = selector_batches(message_ids, "message-id")
+        batches = selector_batches(message_ids, "message-id", max_line_bytes=self.settings.selector_bytes)
         if not batches:
             return result
         subscriptions: dict[str, _Subscription] = {}

@@ -13,24 +13,19 @@ from moto import mock_aws
 
 from brokersync.render import render_configuration
 from brokersync.topology import load_topology
-from tests.handlers import FakeContext, load_handler
+from tests.handlers import FakeContext, load_handler, set_lambda_environment
 
 BUCKET = "brokersync-config-test"
 
 
 @pytest.fixture
 def world(project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, dict[str, str], object]]:
-    for name, value in {
-        "BROKERSYNC_TOPOLOGY_FILE": str(project_root / "topology.yaml"),
-        "BROKERSYNC_CONFIG_BUCKET": BUCKET,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
+    set_lambda_environment(
+        monkeypatch,
+        "us-east-1",
+        BROKERSYNC_TOPOLOGY_FILE=str(project_root / "topology.yaml"),
+        BROKERSYNC_CONFIG_BUCKET=BUCKET,
+    )
     with mock_aws():
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET)

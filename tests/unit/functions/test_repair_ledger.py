@@ -16,7 +16,7 @@ from ulid import ULID
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
 from tests.events import load_event
-from tests.handlers import FakeContext, load_handler
+from tests.handlers import FakeContext, load_handler, set_lambda_environment
 
 BUCKET = "brokersync-audit-test"
 TABLE = "brokersync-ledger-test"
@@ -24,17 +24,7 @@ TABLE = "brokersync-ledger-test"
 
 @pytest.fixture
 def handler(project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    for name, value in {
-        "BROKERSYNC_SNAPSHOT_BUCKET": BUCKET,
-        "BROKERSYNC_LEDGER_TABLE": TABLE,
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_REGION": "us-west-2",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
+    set_lambda_environment(monkeypatch, "us-west-2", BROKERSYNC_SNAPSHOT_BUCKET=BUCKET, BROKERSYNC_LEDGER_TABLE=TABLE)
     with mock_aws():
         boto3.client("s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
         create_ledger_table(boto3.client("dynamodb"), TABLE, project_root / "template.yaml")
