@@ -181,3 +181,35 @@ def test_the_reconcile_state_machine_passes_the_arguments_the_job_reads(project_
     arguments = asl["States"]["RunReconcileJob"]["Parameters"]["Arguments"]
     for name in (a.removesuffix(".$").removeprefix("--") for a in arguments):
         assert f'"{name}"' in job_script, name
+
+
+def test_an_invariant_violation_is_never_retried_is_counted_stops_the_loop_and_alarms(
+    template: dict[str, Any], project_root: Path
+) -> None:
+    """The purge raises PurgeInvariantError; the loop must not retry it (States.TaskFailed in a
+    retrier would match it too), must count it, end failed, and the alarm must watch that count."""
+    from brokersync.purge.remover import PurgeInvariantError  # noqa: PLC0415
+    from brokersync_local.template_model import default_refs, substituted_definition  # noqa: PLC0415
+
+    machine = substituted_definition(
+        template["Resources"]["PurgeLoopStateMachine"]["Properties"],
+        project_root,
+        lambda name: f"arn:aws:lambda:us-west-2:111122223333:function:{name}",
+        default_refs(template, "us-west-2", "111122223333", "brokersync"),
+    )
+    purge = machine["States"]["Purge"]
+    first_matching = next(
+        r
+        for r in purge["Retry"]
+        if PurgeInvariantError.__name__ in r["ErrorEquals"]
+        or {"States.ALL", "States.TaskFailed"} & set(r["ErrorEquals"])
+    )
+    assert first_matching["ErrorEquals"] == [PurgeInvariantError.__name__]
+    assert first_matching["MaxAttempts"] == 0
+    assert not PurgeInvariantError.retryable
+    catch = next(c for c in purge["Catch"] if PurgeInvariantError.__name__ in c["ErrorEquals"])
+    counted = machine["States"][catch["Next"]]
+    assert counted["Parameters"]["MetricData"][0]["MetricName"] == "PurgeInvariantViolations"
+    assert machine["States"][counted["Next"]]["Type"] == "Fail"
+    alarms = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert any(a.get("MetricName") == "PurgeInvariantViolations" for a in alarms)
