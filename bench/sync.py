@@ -58,6 +58,7 @@ from brokersync.ledger import Ledger, memory_ledger
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Queue, Topology, load_topology
+from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,14 +75,14 @@ def bench_topology(parallel_bridges: int = 1) -> Topology:
 
 
 class TimedRemover(SelectorRemover):
-    """Records when each key was removed, for the lag figures."""
+    """Records when each message id was removed, for the lag figures."""
 
     def __init__(self, connector: StompConnector) -> None:
         super().__init__(connector)
         self.removed_at: dict[str, float] = {}
 
-    def remove(self, queue: str, keys: list[str]) -> RemovalResult:
-        result = super().remove(queue, keys)
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
+        result = super().remove(queue, keys, deadline=deadline)
         now = time.time()
         for key in result.removed:
             self.removed_at.setdefault(key, now)
@@ -220,7 +221,7 @@ def app_consumer(endpoints: list[str], stop: EventType, consumed: Synchronized, 
         except queue_mod.Empty:
             continue
         connection.ack(frame.headers["ack"])
-        consumed_at[frame.headers["correlation-id"]] = time.time()
+        consumed_at[frame.headers["message-id"]] = time.time()  # the purge removes by message id
         consumed.value = len(consumed_at)
     connection.disconnect()
     result.send(consumed_at)
@@ -299,9 +300,10 @@ def purge_vs_drain(world: LocalWorld, count: int) -> tuple[float, float]:
     produce(dr, QUEUE, count)
     wait_depth(StatisticsClient(dr), QUEUE, count)
     raw = drain_rate(dr, QUEUE, count)
-    keys = produce(dr, QUEUE, count, connections=1)
+    produce(dr, QUEUE, count, connections=1)
     wait_depth(StatisticsClient(dr), QUEUE, count)
-    head = keys[: count // 2]
+    ids = [f.headers["message-id"] for f in browse(dr, QUEUE, timeout_s=120)]  # the purge selects message ids
+    head = ids[: count // 2]
     started = time.perf_counter()
     result = SelectorRemover(dr).remove(QUEUE, head)
     rate = len(result.removed) / (time.perf_counter() - started)
@@ -311,10 +313,11 @@ def purge_vs_drain(world: LocalWorld, count: int) -> tuple[float, float]:
 
 def deep_backlog(world: LocalWorld, count: int = 100_000, targets: int = 100) -> dict[str, float]:
     dr = StompConnector(world.topology.dr.stomp)
-    keys = produce(dr, QUEUE, count, connections=1)
+    produce(dr, QUEUE, count, connections=1)
     wait_depth(StatisticsClient(dr), QUEUE, count, timeout_s=600)
+    ids = [f.headers["message-id"] for f in browse(dr, QUEUE, timeout_s=600)]
     started = time.perf_counter()
-    result = SelectorRemover(dr).remove(QUEUE, keys[-targets:])
+    result = SelectorRemover(dr).remove(QUEUE, ids[-targets:])
     elapsed = time.perf_counter() - started
     return {"queue_depth": count, "targets": targets, "found": len(result.removed), "seconds": round(elapsed, 2)}
 
