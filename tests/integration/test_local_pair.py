@@ -20,7 +20,7 @@ from brokersync_local.errors import PortTakenError
 from brokersync_local.moto_server import PROCESS_MARKER
 from brokersync_local.pids import pid_is_ours
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.integration.stomp_helpers import receive, send
+from tests.integration.stomp_helpers import produce, receive, send
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -90,10 +90,7 @@ def test_large_purge_rounds_are_confirmed_promptly_over_loopback(dr: StompConnec
     whenever the broker's reader paused, and every other 5,000-key round waited 20 s for its
     receipt and failed. The local connectors' buffers are sized for loopback."""
     keys = [str(ULID()) for _ in range(20_000)]
-    connection = dr.connect(name="test-deep-producer")
-    for key in keys:
-        connection.send("/queue/ORDERS", "x" * 1024, headers={"persistent": "true", "correlation-id": key})
-    connection.disconnect()
+    produce(dr, "ORDERS", [("x" * 1024, {"correlation-id": key}) for key in keys])  # confirmed: all stored
     ids = [f.headers["message-id"] for f in browse(dr, "ORDERS", timeout_s=60)]
     assert len(ids) == len(keys)
     remover = SelectorRemover(dr)

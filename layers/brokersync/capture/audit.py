@@ -1,12 +1,13 @@
 """Detecting consumed advisories that never reached the ledger.
 
-Forwarded advisories are non-persistent: a primary restart empties ``BROKERSYNC.CONSUMED``,
-and expiry or DLQ moves raise none at all. So the relay counts what it captured per queue
+Forwarded advisories are non-persistent: a primary restart empties ``BROKERSYNC.CONSUMED``.
+So the relay counts what it captured per queue (consumed, expired and dead-lettered alike:
+each is a dequeue, and each raises an advisory the relay captures)
 and per incarnation of the primary (the advisory's ``originBrokerId`` changes at every
 broker start), and the audit compares that with the broker's own dequeue counters, read
 through the statistics plugin. For the running incarnation the difference is a gap that
-may still be in flight; for an incarnation that is gone, what was dequeued (less what
-expired) and never captured is lost, reported once as ``AdvisoriesLost``. The
+may still be in flight; for an incarnation that is gone, what was dequeued and never
+captured is lost, reported once as ``AdvisoriesLost``. The
 reconciliation job repairs what is lost; this makes sure it is never hidden.
 """
 
@@ -76,7 +77,8 @@ class CaptureAudit:
                     observed_at_ms=now_ms,
                 )
             for broker_id, record in self.backend.audits(queue).items():
-                missing = max(0, record.dequeued - record.expired - record.captured)
+                # Expiries and DLQ moves are dequeues whose advisories the relay captures too.
+                missing = max(0, record.dequeued - record.captured)
                 final = current is None or broker_id != current.broker_id
                 findings.append(AuditFinding(queue, broker_id, record.dequeued, record.captured, missing, final))
                 if not final:
