@@ -20,7 +20,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 
 from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key, validate_message_id
@@ -221,18 +221,10 @@ class Ledger(LedgerStore):
 
     def consumed_entries(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> list[LedgerEntry]:
         """Every consumed message recorded under ``key``, read as :meth:`was_consumed` reads (same window)."""
-        kind = key_kind(key)
-        key = validate_key(key, kind)
-        start = (
-            ulid_time_ms(key) if kind == "correlation-id" else int(self.clock() * 1000 - window.total_seconds() * 1000)
-        )
-        end = start + int(window.total_seconds() * 1000)
         found: dict[str, LedgerEntry] = {}
-        shard = _shard(key, self.shards)
-        for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
-            for item in _decode(bucket_ms, keys):
-                if item.key == key and item.message_id is not None and not item.ambiguous:
-                    found.setdefault(item.message_id, LedgerEntry(key, item.consumed_at_ms, item.message_id))
+        for item in self._recorded_under(queue, key, window):
+            if item.message_id is not None and not item.ambiguous:
+                found.setdefault(item.message_id, LedgerEntry(item.key or key, item.consumed_at_ms, item.message_id))
         return list(found.values())
 
     def was_consumed(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> bool:
@@ -241,6 +233,10 @@ class Ledger(LedgerStore):
         A key consumed later than that answers False: the caller then processes a message
         that may be a duplicate, which is the safe way to be wrong.
         """
+        return next(self._recorded_under(queue, key, window), None) is not None
+
+    def _recorded_under(self, queue: str, key: str, window: timedelta) -> Iterator[Decoded]:
+        """The elements recorded under ``key``: a ULID's from its creation on, a message id's back from now."""
         kind = key_kind(key)
         key = validate_key(key, kind)
         start = (
@@ -249,9 +245,7 @@ class Ledger(LedgerStore):
         end = start + int(window.total_seconds() * 1000)
         shard = _shard(key, self.shards)
         for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
-            if any(item.key == key for item in _decode(bucket_ms, keys)):
-                return True
-        return False
+            yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
 
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair: record entries as consumed now, so they are new work for the purge whatever their age."""
