@@ -50,8 +50,7 @@ _SUBSCRIPTION = "brokersync-relay"
 @dataclass(frozen=True)
 class RelaySettings:
     """Relay knobs. Batches of up to 2,000 advisories, aligned to the ledger's buckets, write each
-    bucket's item about once: 27-32 write units per 1,000 messages from 2,500 to 10,000 consumed
-    per second in a replay of the layout (500-advisory batches: 39-81), measured by bench/capture.py."""
+    bucket's item about once: 30.2 write units per 1,000 messages (bench/results/capture.json)."""
 
     batch_size: int = 2000
     flush_interval_s: float = 0.25
