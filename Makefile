@@ -15,8 +15,19 @@ STAMP_NPM := node_modules/.installed
 NO_AWS := env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 	AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null SAM_CLI_TELEMETRY=0
 SAM_BUILD_DIR := .brokersync/sam-build
+# The same template built for this machine's architecture: what the built-functions check imports
+# and invokes under the runtime's Python (an arm64 build's native libraries cannot load here).
+HOST_BUILD_DIR := .brokersync/sam-build-host
+# checkov scans the template; it lives in a virtualenv of its own (its pins are not moto's).
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := .brokersync/checkov
+STAMP_CHECKOV := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+# The functions' runtime is python3.13: sam build needs that interpreter on PATH, and the check of
+# the built functions runs them under it. pyenv's copy counts when it is not the global version.
+PYTHON_RUNTIME := $(firstword $(foreach p,$(shell command -v python3.13 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) /usr/bin/python3.13 /usr/local/bin/python3.13,$(shell $(p) -c 'import sys; print("$(p)")' 2>/dev/null)))
+RUNTIME_PATH = $(if $(PYTHON_RUNTIME),$(dir $(PYTHON_RUNTIME)):,)$(PATH)
 
-.PHONY: demo test lint format deps clean down template-check
+.PHONY: demo test lint format deps clean down template-check lock supply-chain built-functions
 
 deps: $(STAMP_DEB) $(STAMP_VENV)
 
@@ -42,6 +53,12 @@ $(STAMP_SAM):
 	$(SAM_VENV)/bin/pip install -q aws-sam-cli==$(SAM_CLI_VERSION)
 	@touch $@
 
+$(STAMP_CHECKOV):
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install -q --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install -q checkov==$(CHECKOV_VERSION)
+	@touch $@
+
 $(STAMP_NPM): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
@@ -56,11 +73,29 @@ template-check: deps $(STAMP_SAM) $(STAMP_NPM)
 	@rm -rf .brokersync/asl
 	$(BIN)/python -m brokersync_ci.asl_files .brokersync/asl >/dev/null
 	node_modules/.bin/asl-validator $$(for f in .brokersync/asl/*.asl.json; do printf -- '--json-path %s ' $$f; done)
+	@test -n "$(PYTHON_RUNTIME)" || { echo "python3.13 not found: sam build needs the functions' runtime (pyenv install 3.13)"; exit 1; }
 	@echo "sam build (log: .brokersync/sam-build.log)"
-	@$(NO_AWS) $(SAM_VENV)/bin/sam build --template template.yaml --build-dir $(SAM_BUILD_DIR) \
+	@PATH="$(RUNTIME_PATH)" $(NO_AWS) $(SAM_VENV)/bin/sam build --template template.yaml --build-dir $(SAM_BUILD_DIR) \
 	  --cached --cache-dir .brokersync/sam-cache > .brokersync/sam-build.log 2>&1 \
 	  || { tail -40 .brokersync/sam-build.log; exit 1; }
 	$(BIN)/python -m brokersync_ci.build_architecture $(SAM_BUILD_DIR)
+	@echo "sam build for $$(uname -m), for the check of the built functions (log: .brokersync/sam-build-host.log)"
+	@$(BIN)/python -m brokersync_ci.host_template template.yaml .brokersync/template.host.yaml
+	@PATH="$(RUNTIME_PATH)" $(NO_AWS) $(SAM_VENV)/bin/sam build --template .brokersync/template.host.yaml \
+	  --build-dir $(HOST_BUILD_DIR) --cached --cache-dir .brokersync/sam-cache-host > .brokersync/sam-build-host.log 2>&1 \
+	  || { tail -40 .brokersync/sam-build-host.log; exit 1; }
+	$(BIN)/python -m brokersync_ci.build_architecture --same-packages $(SAM_BUILD_DIR) $(HOST_BUILD_DIR)
+
+# The supply chain: the layer lock matches pyproject.toml, has no known vulnerability, and the
+# template passes checkov (each skip is written next to its resource with the reason).
+supply-chain: deps $(STAMP_CHECKOV)
+	$(BIN)/python -m brokersync_ci.layer_lock check
+	$(BIN)/python -m brokersync_ci.audit layers/requirements.txt
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact --framework cloudformation --file template.yaml
+
+# Re-resolve the layer's lock for Lambda (Python 3.13, arm64) after changing pyproject.toml's dependencies.
+lock: deps
+	$(BIN)/python -m brokersync_ci.layer_lock write $(BIN)/uv
 
 lint: deps
 	$(BIN)/ruff check .
@@ -70,8 +105,8 @@ format: deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: deps lint template-check
-	$(BIN)/pytest $(PYTEST_ARGS)
+test: deps lint template-check supply-chain
+	BROKERSYNC_PYTHON_RUNTIME="$(PYTHON_RUNTIME)" $(BIN)/pytest $(PYTEST_ARGS)
 
 # make demo MODE=failover RATE=1000 DURATION=60 (HEADLESS=1 for plain lines on a terminal too)
 MODE ?= switchover

@@ -47,7 +47,6 @@ def set_lambda_environment(monkeypatch: Any, region: str, **variables: str) -> N
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
-        "POWERTOOLS_TRACE_DISABLED": "true",
         **variables,
     }.items():
         monkeypatch.setenv(name, value)

@@ -7,14 +7,13 @@ from typing import Any
 
 import boto3
 import yaml
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import runtime_topology, setting
 from brokersync.config_export import export_configurations
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 BUCKET = setting("BROKERSYNC_CONFIG_BUCKET")
@@ -25,7 +24,6 @@ TOPOLOGY = runtime_topology()
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology_text = yaml.safe_dump(TOPOLOGY.model_dump(mode="json"), sort_keys=False)

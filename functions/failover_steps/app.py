@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import runtime_topology
@@ -19,7 +19,6 @@ from brokersync.failover.steps import FailoverSteps
 from brokersync.runtime import failover_environment
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 STEPS = FailoverSteps(failover_environment(runtime_topology(), metrics))
@@ -43,7 +42,6 @@ _ACTIONS: dict[str, Callable[[dict[str, Any], dict[str, Any], str], dict[str, An
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     action = str(event.get("action"))

@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -28,7 +28,6 @@ from brokersync.runtime import broker_connector, ledger_from_env, role_store
 from brokersync.topology import Topology
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
@@ -54,7 +53,6 @@ def _primary_statistics(topology: Topology) -> StatisticsClient | None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology = ROLES.current(TOPOLOGY)  # after a failover the DR broker is the old primary

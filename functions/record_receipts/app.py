@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.data_classes import event_source
 from aws_lambda_powertools.utilities.data_classes.active_mq_event import ActiveMQEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -19,7 +19,6 @@ from brokersync.config import runtime_topology
 from brokersync.runtime import ledger_from_env
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
@@ -27,7 +26,6 @@ WRITER = LedgerWriter(ledger_from_env())
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_source(data_class=ActiveMQEvent)
 def lambda_handler(event: ActiveMQEvent, context: LambdaContext) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
@@ -21,7 +21,6 @@ from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, 
 from brokersync.runtime import broker_connector, ledger_from_env, role_store
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
@@ -31,7 +30,6 @@ MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECO
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology = ROLES.current(TOPOLOGY)  # after a failover the primary is the old DR broker

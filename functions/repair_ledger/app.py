@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import setting
@@ -21,7 +21,6 @@ from brokersync.repair import PurgeListRow, repair_from_purge_list
 from brokersync.runtime import ledger_from_env
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 BUCKET = setting("BROKERSYNC_SNAPSHOT_BUCKET")
@@ -41,7 +40,6 @@ def _rows(prefix: str) -> Iterator[PurgeListRow]:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     prefix = event.get("prefix")

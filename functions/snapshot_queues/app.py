@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import runtime_topology, setting
@@ -18,7 +18,6 @@ from brokersync.runtime import broker_connector, role_store
 from brokersync.snapshot import QueueBrowser, snapshot_broker
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics()
 
 BUCKET = setting("BROKERSYNC_SNAPSHOT_BUCKET")
@@ -28,7 +27,6 @@ ROLES = role_store()
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     role = event.get("role", "dr")

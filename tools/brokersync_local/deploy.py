@@ -30,12 +30,17 @@ from brokersync_local.wrapper import BROKERSYNC_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
-LEDGER_TABLE = "brokersync-ledger"
+#: The local world's pair is "local": what template.yaml names after PairName, named the same here.
+PAIR_NAME = "local"
+LEDGER_TABLE = f"brokersync-{PAIR_NAME}-ledger"
 ROLE_NAME = "brokersync-local"
 #: What ``!Sub ...${AWS::StackName}`` names become locally (stack name "local").
 CONFIG_BUCKET = "brokersync-config-local"
 RELAY_RULE = "brokersync-relay-local"
-ROLES_PARAMETER = "/brokersync/roles"
+ROLES_PARAMETER = f"/brokersync/{PAIR_NAME}/roles"
+TOPOLOGY_PARAMETER = f"/brokersync/{PAIR_NAME}/topology"
+AUDIT_BUCKET = "brokersync-audit-local"
+SERVICE_NAME = f"brokersync-{PAIR_NAME}"
 
 
 def _clients(endpoint: str, region: str) -> dict[str, Any]:
@@ -46,7 +51,7 @@ def _clients(endpoint: str, region: str) -> dict[str, Any]:
     )
     return {
         name: session.client(name, endpoint_url=endpoint)
-        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb", "mq", "s3", "events")
+        for name in ("lambda", "stepfunctions", "iam", "secretsmanager", "dynamodb", "mq", "s3", "events", "ssm")
     }
 
 
@@ -97,6 +102,8 @@ def deploy(
     with contextlib.suppress(clients["s3"].exceptions.BucketAlreadyOwnedByYou):
         clients["s3"].create_bucket(Bucket=CONFIG_BUCKET, **location)
     clients["s3"].put_bucket_versioning(Bucket=CONFIG_BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    with contextlib.suppress(clients["s3"].exceptions.BucketAlreadyOwnedByYou):
+        clients["s3"].create_bucket(Bucket=AUDIT_BUCKET, **location)
     # The relay's schedule: locally the relay worker honours this rule's state (README, stand-ins).
     clients["events"].put_rule(Name=RELAY_RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
     for broker in topology.brokers:
@@ -104,6 +111,11 @@ def deploy(
         with contextlib.suppress(clients["secretsmanager"].exceptions.ResourceExistsException):
             clients["secretsmanager"].create_secret(Name=broker.credentials_secret, SecretString=secret)
     topology_file = write_local_topology(topology, state_dir / "topology.local.yaml")
+    # As in AWS, the topology is also an SSM parameter: what a function reads when no file is named
+    # (sam local invoke with the env-vars file, brokersync_local.sam_env).
+    clients["ssm"].put_parameter(
+        Name=TOPOLOGY_PARAMETER, Value=topology_file.read_text(encoding="utf-8"), Type="String", Overwrite=True
+    )
     role_arn = _role(clients["iam"])
     base_environment = {
         "BROKERSYNC_TOPOLOGY_FILE": str(topology_file),
@@ -113,11 +125,11 @@ def deploy(
         "AWS_REGION": region,
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
-        "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
-        "POWERTOOLS_SERVICE_NAME": "brokersync",
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         "BROKERSYNC_ROLES_PARAMETER": ROLES_PARAMETER,
         "BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET,
+        "BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET,
         "BROKERSYNC_RELAY_RULE": RELAY_RULE,
         "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
     }
@@ -135,7 +147,7 @@ def deploy(
         )
         arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
     created: dict[str, str] = {}
-    refs = default_refs(template, region, "123456789012", "local") | {"LedgerTableName": LEDGER_TABLE}
+    refs = default_refs(template, region, "123456789012", "local") | {"PairName": PAIR_NAME}
     for logical_id, properties in machines.items():
         definition = json.dumps(substituted_definition(properties, ROOT, arns.__getitem__, refs))
         created[logical_id] = _state_machine(clients["stepfunctions"], f"brokersync-{logical_id}", definition, role_arn)
@@ -205,7 +217,7 @@ def _function(client: Any, name: str, role_arn: str, environment: dict[str, str]
         client.delete_function(FunctionName=name)
     created = client.create_function(
         FunctionName=name,
-        Runtime="python3.11",
+        Runtime="python3.13",
         Role=role_arn,
         Handler="app.lambda_handler",
         Code={"ZipFile": _empty_zip()},

@@ -31,7 +31,6 @@ def handler(project_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mod
         "AWS_SECRET_ACCESS_KEY": "testing",
         "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
         "POWERTOOLS_SERVICE_NAME": "brokersync",
-        "POWERTOOLS_TRACE_DISABLED": "true",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)

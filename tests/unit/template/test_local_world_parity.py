@@ -17,7 +17,7 @@ from moto.server import ThreadedMotoServer
 
 from brokersync.ledger.schema import load_template
 from brokersync.topology import load_topology
-from brokersync_local.deploy import LEDGER_TABLE, deploy
+from brokersync_local.deploy import LEDGER_TABLE, PAIR_NAME, deploy
 from brokersync_local.ports import free_port
 from brokersync_local.template_model import (
     TemplateModelError,
@@ -69,7 +69,7 @@ def test_each_local_definition_is_the_template_asl_with_the_template_substitutio
     arns = {logical_id: lam.get_function(FunctionName=f"brokersync-{logical_id}")["Configuration"]["FunctionArn"]
             for logical_id in called_functions(template)}  # fmt: skip
 
-    refs = default_refs(template, REGION, "123456789012", "local") | {"LedgerTableName": LEDGER_TABLE}
+    refs = default_refs(template, REGION, "123456789012", "local") | {"PairName": PAIR_NAME}
     for logical_id, properties in state_machines(template).items():
         local = json.loads(sfn.describe_state_machine(stateMachineArn=machines[logical_id])["definition"])
 

@@ -17,7 +17,23 @@ from brokersync.ledger.schema import load_template
 from brokersync.roles import AS_IN_TOPOLOGY
 
 #: Actions IAM offers no resource-level permissions for: "*" is the only resource they take.
-NO_RESOURCE_LEVEL = {"lambda:ListEventSourceMappings", "cloudwatch:PutMetricData"}
+NO_RESOURCE_LEVEL = {
+    "lambda:ListEventSourceMappings",
+    "cloudwatch:PutMetricData",
+    # Step Functions' log delivery and X-Ray tracing.
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+}
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +130,7 @@ def test_the_role_parameter_is_seeded_with_the_value_that_means_as_in_topology(t
     parameter = template["Resources"]["RolesParameter"]
 
     assert parameter["Properties"]["Value"] == AS_IN_TOPOLOGY
-    assert parameter["Properties"]["Name"] == {"Ref": "RolesParameterName"}
+    assert parameter["Properties"]["Name"] == {"Fn::Sub": "/brokersync/${PairName}/roles"}
     assert parameter["DeletionPolicy"] == parameter["UpdateReplacePolicy"] == "Retain"
 
 
@@ -163,15 +179,15 @@ def test_the_two_samconfig_environments_deploy_to_each_others_peer_region(projec
     assert _overrides(config["dr"])["PeerRegion"] == primary["region"]
 
 
-def test_the_glue_job_runs_the_same_script_on_glue_5_which_is_spark_3_5_4(
+def test_the_glue_job_runs_the_same_script_on_glue_5_1_which_is_spark_3_5_6(
     template: dict[str, Any], project_root: Path
 ) -> None:
     job = template["Resources"]["ReconcileJob"]["Properties"]
 
     assert (project_root / job["Command"]["ScriptLocation"]).exists()
-    assert job["GlueVersion"] == "5.0"
+    assert job["GlueVersion"] == "5.1"
     pyproject = (project_root / "pyproject.toml").read_text()
-    assert '"pyspark==3.5.4"' in pyproject
+    assert '"pyspark==3.5.6"' in pyproject
 
 
 def test_the_reconcile_state_machine_passes_the_arguments_the_job_reads(project_root: Path) -> None:
