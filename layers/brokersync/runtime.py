@@ -33,8 +33,12 @@ from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.metrics import MetricsSink
 from brokersync.purge.remover import SelectorRemover
+from brokersync.redaction import install as install_log_redaction
+from brokersync.redaction import register_secret
 from brokersync.roles import DEFAULT_ROLES_PARAMETER, RoleStore
 from brokersync.topology import Broker, Topology
+
+install_log_redaction()  # before the first client exists: botocore and stomp.py log secrets at DEBUG
 
 
 def ledger_from_env(env: Mapping[str, str] | None = None) -> Ledger:
@@ -51,6 +55,7 @@ def broker_credentials(secret_name: str) -> BrokerCredentials:
     from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (AWS-only path)
 
     value = parameters.get_secret(secret_name, transform="json", max_age=300)
+    register_secret(str(value["password"]))
     return BrokerCredentials(str(value["username"]), str(value["password"]))
 
 

@@ -49,6 +49,17 @@ _BROKER_ARN = re.compile(
 _OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()]+:\d{1,5}$")
 _STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()]+:\d{1,5}$")
 _RESERVED_PREFIXES = ("ActiveMQ.", "BROKERSYNC.")
+#: Hosts whose plain-text endpoints are allowed: the local world's brokers on this machine.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_ENDPOINT = re.compile(r"^(?P<scheme>[a-z+]+)://(?P<host>\[[^\]]+\]|[^:/\s]+):\d{1,5}$")
+
+
+def is_plain_text_off_loopback(uri: str) -> bool:
+    """True for an endpoint that would carry credentials in clear to another machine."""
+    match = _ENDPOINT.match(uri)
+    if not match:
+        return False  # the URI validators reject it with their own message
+    return "ssl" not in match["scheme"].split("+") and match["host"].lower() not in LOOPBACK_HOSTS
 
 
 class _Strict(BaseModel):
@@ -89,6 +100,18 @@ class Broker(_Strict):
             if not _STOMP.match(uri):
                 raise ValueError(f"{uri!r} is not a STOMP endpoint like stomp+ssl://host:61614")
         return value
+
+    @model_validator(mode="after")
+    def _tls_off_loopback(self) -> Broker:
+        """A real broker is reached over TLS only: its endpoints carry the broker users' passwords."""
+        plain = [uri for uri in [*self.openwire, *self.stomp] if is_plain_text_off_loopback(uri)]
+        if plain:
+            raise ValueError(
+                f"{', '.join(plain)}: plain-text endpoint of a broker off this machine; credentials would "
+                "travel in clear. Use ssl:// (OpenWire) and stomp+ssl:// (STOMP), as Amazon MQ serves them; "
+                "only loopback endpoints (the local world) may be plain"
+            )
+        return self
 
     @property
     def uses_tls(self) -> bool:

@@ -60,8 +60,8 @@ def parse_lock(text: str) -> dict[str, Pin]:
     """Pins by canonical name; a requirement line continues over ``\\`` line ends."""
     pins: dict[str, Pin] = {}
     logical = re.sub(r"\\\n\s*", " ", text)
-    for line in logical.splitlines():
-        line = line.strip()
+    for raw in logical.splitlines():
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         match = _PIN.match(line)

@@ -14,6 +14,10 @@ import stomp
 from stomp.exception import ConnectFailedException, StompException
 
 from brokersync.exceptions import BrokerUnavailableError
+from brokersync.redaction import install as install_log_redaction
+from brokersync.topology import LOOPBACK_HOSTS
+
+install_log_redaction()  # stomp.py logs each frame it sends, CONNECT's passcode included, at DEBUG
 
 _URI = re.compile(r"^(?P<scheme>stomp(?:\+nio)?(?P<tls>\+ssl)?)://(?P<host>[^:/\s]+):(?P<port>\d{1,5})$")
 
@@ -55,6 +59,9 @@ class StompConnector:
         if not endpoints:
             raise ValueError("a broker needs at least one STOMP endpoint")
         self.endpoints = [parse_stomp_uri(e) for e in endpoints]
+        plain = [f"{e.host}:{e.port}" for e in self.endpoints if not e.tls and e.host.lower() not in LOOPBACK_HOSTS]
+        if plain:
+            raise ValueError(f"{', '.join(plain)}: plain STOMP off this machine would send the password in clear")
         self.credentials = credentials
         self.heartbeats = heartbeats
         self.timeout_s = timeout_s
@@ -75,7 +82,8 @@ class StompConnector:
         )
         tls_hosts = [(e.host, e.port) for e in self.endpoints if e.tls]
         if tls_hosts:
-            connection.set_ssl(for_hosts=tls_hosts)
+            # Verified: the system's CA bundle, CERT_REQUIRED and the host name checked (stomp.py >= 8.1).
+            connection.set_ssl(for_hosts=tls_hosts, verify=True)
         if listener is not None:
             connection.set_listener(name, listener)
         user = self.credentials.username if self.credentials else None
