@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -10,7 +11,7 @@ import yaml
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from brokersync.config import runtime_topology, setting
+from brokersync.config import ENV_BROKER_IDS, runtime_topology, setting
 from brokersync.config_export import export_configurations
 
 logger = Logger()
@@ -21,6 +22,8 @@ REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
 MQ = boto3.client("mq")
 S3 = boto3.client("s3")
 TOPOLOGY = runtime_topology()
+#: Ids that differ from the topology's (the local world's moto ids); empty in AWS.
+BROKER_IDS = json.loads(os.environ.get(ENV_BROKER_IDS) or "{}") or None
 
 
 @logger.inject_lambda_context
@@ -28,7 +31,7 @@ TOPOLOGY = runtime_topology()
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology_text = yaml.safe_dump(TOPOLOGY.model_dump(mode="json"), sort_keys=False)
     exported = export_configurations(
-        MQ, S3, BUCKET, TOPOLOGY, topology_text, region=REGION, broker_ids=event.get("brokerIds")
+        MQ, S3, BUCKET, TOPOLOGY, topology_text, region=REGION, broker_ids=event.get("brokerIds") or BROKER_IDS
     )
     metrics.add_metric(name="ConfigurationsExported", unit="Count", value=len(exported))
     return {

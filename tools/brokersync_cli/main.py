@@ -141,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--dr-stomp", type=int, default=62613)
     up.add_argument("--aws-port", type=int, default=5005)
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for brokers and bridges")
+    local_sub.add_parser(
+        "deploy",
+        help="create in the running world's moto what sam deploy creates (table, secrets, buckets, state machines) "
+        "and write <state-dir>/sam-env-vars.json for sam local invoke",
+    )
+    invoke = local_sub.add_parser(
+        "invoke",
+        help="run one function from sam build's output under python3.13 against the local world (sam local invoke "
+        "without Docker)",
+    )
+    invoke.add_argument("function", help="logical id in template.yaml, e.g. PurgeDrFunction")
+    invoke.add_argument("--event", help="event file (default: the function's sample in events/)")
+    invoke.add_argument("--build-dir", default=".brokersync/sam-build-host", help="a sam build output for this machine")
     local_sub.add_parser("down", help="stop what `up` started, by pid")
     local_sub.add_parser("status", help="print the state of each local process")
     local.set_defaults(func=_cmd_local)

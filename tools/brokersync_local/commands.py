@@ -53,11 +53,52 @@ def run_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def deploy_into(world: LocalWorld) -> Path:
+    """What sam deploy creates, in the world's moto; returns the sam local invoke env-vars file."""
+    from brokersync_local.deploy import SAM_ENV_VARS, deploy, register_brokers  # noqa: PLC0415
+
+    env = world.read_env()
+    endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
+    ids = register_brokers(world.topology, endpoint, region)
+    deploy(world.topology, world.state_dir, endpoint, region, broker_ids=ids)
+    return world.state_dir / SAM_ENV_VARS
+
+
+def invoke(world: LocalWorld, function: str, event_file: str | None, build_dir: str) -> int:
+    from brokersync.ledger.schema import load_template  # noqa: PLC0415
+    from brokersync_local.built_functions import SAMPLE_EVENTS, invoke_built, runtime_python  # noqa: PLC0415
+    from brokersync_local.deploy import PAIR_NAME, SAM_ENV_VARS, TEMPLATE  # noqa: PLC0415
+
+    env_vars_file = world.state_dir / SAM_ENV_VARS
+    if not env_vars_file.exists():
+        raise LocalWorldError(f"{env_vars_file} is missing: run brokersync local deploy first")
+    if function not in SAMPLE_EVENTS and event_file is None:
+        raise LocalWorldError(f"no sample event for {function!r}; functions: {', '.join(sorted(SAMPLE_EVENTS))}")
+    python = runtime_python()
+    if python is None:
+        raise LocalWorldError("python3.13 (the functions' runtime) is not installed")
+    event = json.loads(Path(event_file or SAMPLE_EVENTS[function]).read_text(encoding="utf-8"))
+    outcome = invoke_built(
+        Path(build_dir), load_template(TEMPLATE), function, event, json.loads(env_vars_file.read_text()),
+        python=python, region=world.read_env()["aws"]["region"], refs={"PairName": PAIR_NAME},
+    )  # fmt: skip
+    print(outcome.logs, file=sys.stderr, end="")
+    if outcome.failed:
+        print(json.dumps({"errorType": outcome.error_type, "errorMessage": outcome.error_message}))
+        return 1
+    print(json.dumps(outcome.result, indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         world = world_from_args(args)
         if args.local_command == "up":
             world.up(timeout_s=args.timeout)
+        elif args.local_command == "deploy":
+            print(f"deployed; sam local invoke --env-vars {deploy_into(world)}")
+        elif args.local_command == "invoke":
+            return invoke(world, args.function, args.event, args.build_dir)
         elif args.local_command == "down":
             world.down()
         else:

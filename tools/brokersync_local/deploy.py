@@ -41,6 +41,10 @@ ROLES_PARAMETER = f"/brokersync/{PAIR_NAME}/roles"
 TOPOLOGY_PARAMETER = f"/brokersync/{PAIR_NAME}/topology"
 AUDIT_BUCKET = "brokersync-audit-local"
 SERVICE_NAME = f"brokersync-{PAIR_NAME}"
+#: ``sam local invoke --env-vars`` file written into the state directory by :func:`deploy`.
+SAM_ENV_VARS = "sam-env-vars.json"
+#: What a function's loop runs for in the local world, so one invocation takes seconds.
+LOCAL_LOOP_SECONDS = "5"
 
 
 def _clients(endpoint: str, region: str) -> dict[str, Any]:
@@ -79,6 +83,31 @@ def _function_environment(template: dict[str, Any], logical_id: str, extra: dict
     variables.update(extra)
     variables["BROKERSYNC_HANDLER"] = folder
     return variables
+
+
+def local_env_vars(endpoint: str, broker_ids: dict[str, str] | None = None) -> dict[str, Any]:
+    """The local world's ``--env-vars`` file: every AWS call goes to moto, every name is the local one."""
+    return {
+        "Parameters": {
+            "AWS_ENDPOINT_URL": endpoint,
+            "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
+            "BROKERSYNC_TOPOLOGY_PARAMETER": TOPOLOGY_PARAMETER,
+            "BROKERSYNC_ROLES_PARAMETER": ROLES_PARAMETER,
+            "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        },
+        "RelayAdvisoriesFunction": {"BROKERSYNC_RELAY_MAX_SECONDS": LOCAL_LOOP_SECONDS},
+        "PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": LOCAL_LOOP_SECONDS},
+        "ExportConfigFunction": {"BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET},
+        "FailoverStepsFunction": {
+            "BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET,
+            "BROKERSYNC_RELAY_RULE": RELAY_RULE,
+            "BROKERSYNC_RECEIPTS_FUNCTION": "",
+            "BROKERSYNC_PURGE_LOOP_ARN": "",
+        },
+        "SnapshotQueuesFunction": {"BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET},
+        "RepairLedgerFunction": {"BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET},
+    }
 
 
 def deploy(
@@ -146,6 +175,7 @@ def deploy(
             template, logical_id, {**base_environment, **(overrides or {}).get(logical_id, {})}
         )
         arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
+    (state_dir / SAM_ENV_VARS).write_text(json.dumps(local_env_vars(endpoint, broker_ids), indent=2) + "\n")
     created: dict[str, str] = {}
     refs = default_refs(template, region, "123456789012", "local") | {"PairName": PAIR_NAME}
     for logical_id, properties in machines.items():
