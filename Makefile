@@ -91,7 +91,7 @@ template-check: deps $(STAMP_SAM) $(STAMP_NPM)
 supply-chain: deps $(STAMP_CHECKOV)
 	$(BIN)/python -m brokersync_ci.layer_lock check
 	$(BIN)/python -m brokersync_ci.audit layers/requirements.txt
-	$(CHECKOV_VENV)/bin/checkov --quiet --compact --framework cloudformation --file template.yaml
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact --skip-download --framework cloudformation --file template.yaml
 
 # Re-resolve the layer's lock for Lambda (Python 3.13, arm64) after changing pyproject.toml's dependencies.
 lock: deps

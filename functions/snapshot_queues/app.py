@@ -35,6 +35,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     topology = ROLES.current(TOPOLOGY)
     broker = topology.broker(role)
     prefix = event.get("prefix") or f"snapshots/{datetime.now(UTC):%Y%m%dT%H%M%SZ}/{role}"
+    if not isinstance(prefix, str) or not prefix.startswith("snapshots/") or ".." in prefix:
+        raise ValueError(f"prefix must lie under snapshots/ (where this function may write), not {prefix!r}")
 
     def put(key: str, body: bytes) -> None:
         S3.put_object(Bucket=BUCKET, Key=key, Body=body, ServerSideEncryption="aws:kms")

@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from brokersync_local.deploy import LEDGER_TABLE as LOCAL_LEDGER_TABLE
+
 JOB = Path(__file__).resolve().parents[2] / "jobs" / "reconcile" / "reconcile.py"
 
 
@@ -36,7 +38,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--primary-snapshot", help="the primary's snapshot folder (enables gone_from_primary)")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--repair", action="store_true", help="record the purge list in the ledger as pending keys")
-    parser.add_argument("--table", default="brokersync-ledger", help="ledger table for --repair")
+    parser.add_argument(
+        "--table",
+        default=LOCAL_LEDGER_TABLE,
+        help=f"ledger table for --repair (default: the local world's, {LOCAL_LEDGER_TABLE}; "
+        "in AWS brokersync-<PairName>-ledger)",
+    )
     parser.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION"), help="ledger region for --repair")
     parser.add_argument("--endpoint", default=None, help="DynamoDB endpoint for --repair (moto locally)")
     parser.set_defaults(func=run)

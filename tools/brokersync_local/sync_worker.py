@@ -37,10 +37,9 @@ from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
 from brokersync.roles import RoleStore
 from brokersync.topology import Topology, load_topology
-from brokersync_local.deploy import RELAY_RULE, ROLES_PARAMETER
+from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, ROLES_PARAMETER
 from brokersync_local.world import localise, ports_from_env
 
-LEDGER_TABLE = "brokersync-ledger"
 logger = logging.getLogger("brokersync.sync")
 
 
