@@ -36,9 +36,8 @@ def test_a_function_logging_everything_at_debug_never_logs_the_broker_password(
         SecretString=json.dumps({"username": RECEIPT_USER.username, "password": RECEIPT_USER.password}),
     )
     broker = topology.primary.model_copy(update={"credentials_secret": secret_name})
-    caplog.set_level(logging.DEBUG)
-    for name in ("botocore", "boto3", "urllib3", "stomp.py", "aws_lambda_powertools"):
-        logging.getLogger(name).setLevel(logging.DEBUG)
+    for name in ("", "botocore", "boto3", "urllib3", "stomp.py", "aws_lambda_powertools"):
+        caplog.set_level(logging.DEBUG, logger=name)  # restored after the test
 
     connection = broker_connector(broker).connect()
     connection.send("BROKERSYNC.RECEIPTS", "{}", headers={"receipt": "r1"})

@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass, field
 
 import stomp
+from stomp.exception import StompException
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
@@ -143,6 +144,12 @@ class SelectorRemover:
                     self._remove_group(connection, inbox, queue, group, subscriptions, result, limit)
                 except BrokerSyncError as e:
                     result.error = e
+                    break
+                except (StompException, OSError) as e:
+                    # A send on a connection the broker (or the network) just closed raises stomp.py's
+                    # own error or the socket's, depending on timing: either way this group's acks are
+                    # unconfirmed, and nothing of it is marked.
+                    result.error = BrokerUnavailableError(f"the DR broker connection failed mid-round: {e!r}")
                     break
                 finally:
                     result.subscriptions += len(group)

@@ -198,3 +198,22 @@ def test_a_malformed_id_refuses_the_whole_call_before_anything_is_sent(bad: str)
 
     with pytest.raises(InvalidKeyError):
         remover.remove(QUEUE, [mid(1), bad])
+
+
+def test_a_socket_closed_under_a_send_ends_the_call_as_broker_unavailable_with_nothing_marked() -> None:
+    """stomp.py raises the socket's own OSError (EBADF) when the connection closed between two sends."""
+    subs: list[str] = []
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        subs.append(sub)
+        if len(subs) == 2:
+            raise OSError(9, "Bad file descriptor")
+        for m in ids:
+            c.deliver(sub, m)
+
+    ids = [mid(n) for n in range(1, 600)]
+    result = _remover(script, parallel_subscriptions=1).remove(QUEUE, ids)
+
+    assert isinstance(result.error, BrokerUnavailableError)
+    assert set(result.removed) == set(ids[: len(result.removed)])  # only the confirmed first group
+    assert 0 < len(result.removed) < len(ids)
