@@ -24,10 +24,11 @@ CHECKOV_VENV := .brokersync/checkov
 STAMP_CHECKOV := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 # The functions' runtime is python3.13: sam build needs that interpreter on PATH, and the check of
 # the built functions runs them under it. pyenv's copy counts when it is not the global version.
-PYTHON_RUNTIME := $(firstword $(foreach p,$(shell command -v python3.13 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) /usr/bin/python3.13 /usr/local/bin/python3.13,$(shell $(p) -c 'import sys; print("$(p)")' 2>/dev/null)))
+# Found once, when first used (after deps has made the virtualenv): brokersync_ci.runtime_python.
+PYTHON_RUNTIME = $(eval PYTHON_RUNTIME := $$(shell $(BIN)/python -m brokersync_ci.runtime_python))$(PYTHON_RUNTIME)
 RUNTIME_PATH = $(if $(PYTHON_RUNTIME),$(dir $(PYTHON_RUNTIME)):,)$(PATH)
 
-.PHONY: demo test lint format deps clean down template-check lock supply-chain built-functions
+.PHONY: demo test lint format deps clean down template-check lock supply-chain
 
 deps: $(STAMP_DEB) $(STAMP_VENV)
 

@@ -30,7 +30,8 @@ _PATTERNS = (
     # ...and any password field, also inside a JSON document held in a string (escaped quotes).
     re.compile(r'(\\*"(?:password|Password|passcode)\\*"\s*:\s*\\*")[^"\\]*'),
 )
-_secrets: set[str] = set()
+#: Registered secrets, longest first (so a secret containing another is masked whole).
+_secrets: tuple[str, ...] = ()
 _lock = threading.Lock()
 _installed = False
 
@@ -42,15 +43,16 @@ MIN_SECRET_LENGTH = 12
 
 def register_secret(value: str) -> None:
     """Mask ``value`` wherever it appears in a log record from now on."""
+    global _secrets  # noqa: PLW0603 (replaced whole, so redact() reads it without the lock)
     if len(value) >= MIN_SECRET_LENGTH:
         with _lock:
-            _secrets.add(value)
+            _secrets = tuple(sorted({*_secrets, value}, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + MASK, text)
-    for secret in sorted(_secrets, key=len, reverse=True):
+    for secret in _secrets:
         text = text.replace(secret, MASK)
     return text
 

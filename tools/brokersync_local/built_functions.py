@@ -16,15 +16,15 @@ added as Lambda adds them.
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brokersync_ci.runtime_python import runtime_python
 from brokersync_local.deploy import SAM_ENV_VARS, local_env_vars
+from brokersync_local.template_model import TemplateModelError, resolve
 
 __all__ = ["SAMPLE_EVENTS", "SAM_ENV_VARS", "BuiltInvocation", "invoke_built", "local_env_vars", "runtime_python"]
 
@@ -42,7 +42,6 @@ SAMPLE_EVENTS = {
     "SnapshotQueuesFunction": "events/snapshot-queues.json",
     "RepairLedgerFunction": "events/repair-ledger.json",
 }
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_:.]+)\}")
 
 
 @dataclass
@@ -65,17 +64,16 @@ def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == FUNCTION}
 
 
+def _no_get_att(logical_id: str) -> str:
+    raise KeyError(logical_id)  # resources have no attributes before a deploy
+
+
 def _resolved(value: Any, refs: dict[str, str]) -> str:
     """A template value as ``sam local`` resolves it: parameters and pseudo parameters; else empty."""
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    if isinstance(value, dict) and "Ref" in value:
-        return refs.get(value["Ref"], "")
-    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
-        names = _PLACEHOLDER.findall(value["Fn::Sub"])
-        if all(n in refs for n in names):
-            return _PLACEHOLDER.sub(lambda m: refs[m.group(1)], value["Fn::Sub"])
-    return ""
+    try:
+        return resolve(value, _no_get_att, refs)
+    except (KeyError, TemplateModelError):
+        return ""
 
 
 def sam_environment(
@@ -151,20 +149,3 @@ def invoke_built(
         python=out.get("python", ""),
         logs=logs,
     )
-
-
-def runtime_python() -> str | None:
-    """The functions' runtime interpreter (python3.13): ``BROKERSYNC_PYTHON_RUNTIME``, else found by name."""
-    candidates = [os.environ.get("BROKERSYNC_PYTHON_RUNTIME", ""), "python3.13"]
-    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.13*/bin/python3.13"))
-    for candidate in filter(None, candidates):
-        try:
-            done = subprocess.run(
-                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 13))"],
-                capture_output=True, text=True, timeout=30, check=False,
-            )  # fmt: skip
-        except OSError:
-            continue
-        if done.stdout.strip() == "True":
-            return candidate
-    return None

@@ -141,26 +141,26 @@ def deploy(
             clients["secretsmanager"].create_secret(Name=broker.credentials_secret, SecretString=secret)
     topology_file = write_local_topology(topology, state_dir / "topology.local.yaml")
     # As in AWS, the topology is also an SSM parameter: what a function reads when no file is named
-    # (sam local invoke with the env-vars file, brokersync_local.sam_env).
+    # (a built function run with the env-vars file, brokersync_local.built_functions).
     clients["ssm"].put_parameter(
         Name=TOPOLOGY_PARAMETER, Value=topology_file.read_text(encoding="utf-8"), Type="String", Overwrite=True
     )
     role_arn = _role(clients["iam"])
+    env_vars = local_env_vars(endpoint, broker_ids)
+    (state_dir / SAM_ENV_VARS).write_text(json.dumps(env_vars, indent=2) + "\n")
+    # The functions run in moto's process with the same local names the env-vars file gives a built
+    # function, plus what Lambda itself would set and the topology file.
     base_environment = {
+        **env_vars["Parameters"],
         "BROKERSYNC_TOPOLOGY_FILE": str(topology_file),
-        "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
-        "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": region,
         "AWS_REGION": region,
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
         "POWERTOOLS_METRICS_NAMESPACE": "BrokerSync",
-        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
-        "BROKERSYNC_ROLES_PARAMETER": ROLES_PARAMETER,
         "BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET,
         "BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET,
         "BROKERSYNC_RELAY_RULE": RELAY_RULE,
-        "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
     }
     machines = state_machines(template)
     # State machine ARNs are known before they exist (as ``!Sub`` builds them in the template).
@@ -175,7 +175,6 @@ def deploy(
             template, logical_id, {**base_environment, **(overrides or {}).get(logical_id, {})}
         )
         arns[logical_id] = _function(clients["lambda"], f"brokersync-{logical_id}", role_arn, environment)
-    (state_dir / SAM_ENV_VARS).write_text(json.dumps(local_env_vars(endpoint, broker_ids), indent=2) + "\n")
     created: dict[str, str] = {}
     refs = default_refs(template, region, "123456789012", "local") | {"PairName": PAIR_NAME}
     for logical_id, properties in machines.items():

@@ -82,7 +82,7 @@ class StompConnector:
         )
         tls_hosts = [(e.host, e.port) for e in self.endpoints if e.tls]
         if tls_hosts:
-            # Verified: the system's CA bundle, CERT_REQUIRED and the host name checked (stomp.py >= 8.1).
+            # Verified: the system's CA bundle, CERT_REQUIRED and the host name checked (stomp.py >= 9.0).
             connection.set_ssl(for_hosts=tls_hosts, verify=True)
         if listener is not None:
             connection.set_listener(name, listener)

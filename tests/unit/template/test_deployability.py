@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from brokersync.ledger.schema import load_template
+from brokersync_local.template_model import resolve
 
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_:]+)\}")
 #: Resource types whose name is unique per account (global) rather than per account and region.
 GLOBAL_NAMES = {"AWS::CloudWatch::Dashboard": "DashboardName"}
 #: Named resource types and the property that holds the name (unique per account and region).
@@ -47,12 +47,8 @@ def _stacks(project_root: Path) -> list[dict[str, str]]:
     return stacks
 
 
-def _resolved(value: Any, refs: dict[str, str]) -> str:
-    if isinstance(value, dict) and "Fn::Sub" in value:
-        return _PLACEHOLDER.sub(lambda m: refs[m.group(1)], value["Fn::Sub"])
-    if isinstance(value, dict) and "Ref" in value:
-        return refs[value["Ref"]]
-    return str(value)
+def _no_get_att(logical_id: str) -> str:
+    raise AssertionError(f"a resource name takes {logical_id}'s attribute, unknown before deploy")
 
 
 def _names(template: dict[str, Any], stack: dict[str, str], kinds: dict[str, str]) -> set[tuple[str, str]]:
@@ -65,7 +61,7 @@ def _names(template: dict[str, Any], stack: dict[str, str], kinds: dict[str, str
                 continue
             if condition == "IsDr" and stack["Role"] != "dr":
                 continue
-            names.add((resource["Type"], _resolved(resource["Properties"][prop], refs)))
+            names.add((resource["Type"], resolve(resource["Properties"][prop], _no_get_att, refs)))
     return names
 
 
