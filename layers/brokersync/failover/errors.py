@@ -19,3 +19,11 @@ class PromoteError(BrokerSyncError):
 
 class ConfigurationApplyError(BrokerSyncError):
     """Amazon MQ refused the rendered configuration or the broker update."""
+
+
+class TransitionConflictError(BrokerSyncError):
+    """Another transition changed the roles first (the role record's epoch moved under this one).
+
+    Never retried: the roles are no longer what this transition planned from. Read them again
+    (``brokersync status``) and start a new transition if one is still wanted.
+    """
