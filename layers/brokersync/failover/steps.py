@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
+from brokersync.failover.context import Mode, TransitionContext, TransitionRequest
 from brokersync.failover.control_plane import RUNNING, BrokerControl
 from brokersync.failover.errors import FailoverRequestError, SwitchoverRefusedError
 from brokersync.failover.sync_control import SyncControl
@@ -33,10 +34,6 @@ from brokersync.render import render_configuration
 from brokersync.roles import RoleAssignment, RoleStore, SsmParameter
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
-Mode = Literal["SWITCHOVER", "FAILOVER", "FAILBACK"]
-MODES: tuple[Mode, ...] = ("SWITCHOVER", "FAILOVER", "FAILBACK")
-DEFAULT_DRAIN_TIMEOUT_S = 300
-DEFAULT_RUNNING_TIMEOUT_S = 900
 #: A failback catches up with the new primary's copy backlog until at most this many copies wait.
 CAUGHT_UP_COPIES = 100
 
@@ -96,30 +93,36 @@ class FailoverSteps:
     def _assignment(self) -> RoleAssignment:
         return self.env.roles.read() or RoleAssignment.initial(self.env.topology)
 
-    def _after(self, ctx: dict[str, Any]) -> Topology:
-        """The topology as it will be once ``ctx['target']`` is primary."""
+    def _after(self, ctx: TransitionContext) -> Topology:
+        """The topology as it will be once ``ctx.target`` is primary."""
         topology = self.env.topology
-        return topology if topology.primary.name == ctx["target"] else topology.swapped()
+        return topology if topology.primary.name == ctx.target else topology.swapped()
 
     def _broker(self, name: str) -> Broker:
         return next(b for b in self.env.topology.brokers if b.name == name)
 
     # -- planning --------------------------------------------------------------------------------
-    def plan(self, request: dict[str, Any], execution: str) -> dict[str, Any]:
+    def context(self, raw: object) -> TransitionContext:
+        """The ``ctx`` a step received, parsed and checked against the topology's brokers."""
+        return TransitionContext.parse(raw, {b.name for b in self.env.topology.brokers})
+
+    def plan(self, raw_request: object, execution: str) -> TransitionContext:
         """Decide source and target (or resume the transition in progress) and check preconditions."""
-        mode = str(request.get("mode", "")).upper()
+        request = TransitionRequest.parse(raw_request)
+        mode = request.mode.upper()
         if mode not in ("SWITCHOVER", "FAILOVER"):
-            raise FailoverRequestError(f"mode must be SWITCHOVER or FAILOVER, got {request.get('mode')!r}")
+            raise FailoverRequestError(f"mode must be SWITCHOVER or FAILOVER, got {request.mode!r}")
         transition = self._resume_or_start(mode, request, execution)  # type: ignore[arg-type]
-        ctx = self._context(transition, request)
+        ctx = self._context(transition, request, mode)  # type: ignore[arg-type]
         if transition is None:
             return ctx
         if mode == "SWITCHOVER":
             self._probe_for_switchover(transition.source)
         return ctx
 
-    def plan_failback(self, request: dict[str, Any], execution: str) -> dict[str, Any]:
+    def plan_failback(self, raw_request: object, execution: str) -> TransitionContext:
         """The broker now playing DR rejoins as DR: it is reconfigured, cleaned, then synced again."""
+        request = TransitionRequest.parse(raw_request)
         assignment = self._assignment()
         current = self.env.transitions.read()
         if current and current.status == "in-progress" and current.mode != "FAILBACK":
@@ -131,9 +134,9 @@ class FailoverSteps:
         else:
             transition = Transition("FAILBACK", assignment.dr, assignment.primary, execution, self._now_ms())
             self.env.transitions.write(transition)
-        return self._context(transition, request)
+        return self._context(transition, request, "FAILBACK")
 
-    def _resume_or_start(self, mode: Mode, request: dict[str, Any], execution: str) -> Transition | None:
+    def _resume_or_start(self, mode: Mode, request: TransitionRequest, execution: str) -> Transition | None:
         current = self.env.transitions.read()
         if current and current.status == "in-progress":
             if current.mode != mode:
@@ -143,7 +146,7 @@ class FailoverSteps:
                 )
             return current
         assignment = self._assignment()
-        target = str(request.get("target") or assignment.dr)
+        target = request.target or assignment.dr
         names = {b.name for b in self.env.topology.brokers}
         if target not in names:
             raise FailoverRequestError(f"target {target!r} is not a broker of the topology ({sorted(names)})")
@@ -153,20 +156,21 @@ class FailoverSteps:
         self.env.transitions.write(transition)
         return transition
 
-    def _context(self, transition: Transition | None, request: dict[str, Any]) -> dict[str, Any]:
-        if transition is None:
-            return {"nothingToDo": True, "crdr": self.env.topology.is_crdr}
+    def _context(self, transition: Transition | None, request: TransitionRequest, mode: Mode) -> TransitionContext:
         now = self._now_ms()
-        return {
-            "nothingToDo": False,
-            "mode": transition.mode,
-            "source": transition.source,
-            "target": transition.target,
-            "crdr": self.env.topology.is_crdr,
-            "transitionStartedAtMs": transition.started_at_ms,
-            "drainDeadlineMs": now + int(request.get("drainTimeoutSeconds", DEFAULT_DRAIN_TIMEOUT_S)) * 1000,
-            "runningDeadlineMs": now + int(request.get("runningTimeoutSeconds", DEFAULT_RUNNING_TIMEOUT_S)) * 1000,
-        }
+        if transition is None:
+            primary = self._assignment().primary
+            transition = Transition(mode, primary, primary, "", now)
+        return TransitionContext(
+            nothing_to_do=transition.target == transition.source,
+            mode=transition.mode,
+            source=transition.source,
+            target=transition.target,
+            crdr=self.env.topology.is_crdr,
+            transition_started_at_ms=transition.started_at_ms,
+            drain_deadline_ms=now + request.drain_timeout_seconds * 1000,
+            running_deadline_ms=now + request.running_timeout_seconds * 1000,
+        )
 
     def _probe_for_switchover(self, source: str) -> None:
         try:
@@ -178,7 +182,7 @@ class FailoverSteps:
             ) from e
 
     # -- switchover drain ------------------------------------------------------------------------
-    def drain_status(self, ctx: dict[str, Any]) -> dict[str, Any]:
+    def drain_status(self, ctx: TransitionContext) -> dict[str, Any]:
         """Is everything accepted by the old primary on DR, and every consumed copy purged?
 
         Drained means: no application consumer on a synced queue of the old primary, no copy
@@ -188,11 +192,11 @@ class FailoverSteps:
         topology = self.env.topology
         synced = [q for q in topology.queues if q.captures_consumed]
         try:
-            stats = self.env.statistics(self._broker(ctx["source"])).queue_stats(
+            stats = self.env.statistics(self._broker(ctx.source)).queue_stats(
                 [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
             )
         except BrokerUnavailableError as e:
-            source = ctx["source"]
+            source = ctx.source
             raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
         outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
         consumers = {q.name: stats[q.name].consumer_count for q in synced}
@@ -202,7 +206,7 @@ class FailoverSteps:
         drained = drained and advisories == 0
         return {
             "drained": drained,
-            "timedOut": not drained and self._now_ms() > ctx["drainDeadlineMs"],
+            "timedOut": not drained and self._now_ms() > ctx.drain_deadline_ms,
             "outflow": outflow,
             "consumers": consumers,
             "pendingPurge": pending,
@@ -210,17 +214,17 @@ class FailoverSteps:
         }
 
     # -- sync ----------------------------------------------------------------------------------------
-    def stop_sync(self, ctx: dict[str, Any], execution: str) -> dict[str, Any]:
-        return self.env.sync.stop(cause=f"{ctx.get('mode', 'FAILOVER')} {execution}")
+    def stop_sync(self, ctx: TransitionContext, execution: str) -> dict[str, Any]:
+        return self.env.sync.stop(cause=f"{ctx.mode} {execution}")
 
-    def start_sync(self, ctx: dict[str, Any]) -> dict[str, Any]:
+    def start_sync(self, ctx: TransitionContext) -> dict[str, Any]:
         return self.env.sync.start()
 
     # -- configurations -------------------------------------------------------------------------
-    def save_configuration(self, ctx: dict[str, Any], broker: str, execution: str) -> dict[str, Any]:
+    def save_configuration(self, ctx: TransitionContext, broker: str, execution: str) -> dict[str, Any]:
         """Keep the revision the broker ran before this transition, where failback and audits find it."""
         configuration_id, revision, document = self.env.brokers.current_document(broker)
-        key = f"transitions/{ctx['transitionStartedAtMs']}-{ctx['mode']}/{broker}-revision-{revision:05d}.xml"
+        key = f"transitions/{ctx.transition_started_at_ms}-{ctx.mode}/{broker}-revision-{revision:05d}.xml"
         self.env.s3.put_object(
             Bucket=self.env.bucket,
             Key=key,
@@ -230,11 +234,11 @@ class FailoverSteps:
         )
         return {"broker": broker, "revision": revision, "key": key}
 
-    def apply_configuration(self, ctx: dict[str, Any], broker: str, role: Role) -> dict[str, Any]:
+    def apply_configuration(self, ctx: TransitionContext, broker: str, role: Role) -> dict[str, Any]:
         """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending."""
         _, _, current = self.env.brokers.current_document(broker)
         document = render_configuration(self._after(ctx), role, base=current)
-        applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx['mode']}: {role}")
+        applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx.mode}: {role}")
         if applied.warnings:
             self.env.metrics.add_metric("ConfigurationWarnings", "Count", len(applied.warnings))
         return {
@@ -246,7 +250,7 @@ class FailoverSteps:
             "sanitizationWarnings": applied.warnings,
         }
 
-    def reboot(self, ctx: dict[str, Any], applied: list[dict[str, Any]]) -> dict[str, Any]:
+    def reboot(self, ctx: TransitionContext, applied: list[dict[str, Any]]) -> dict[str, Any]:
         """Reboot each broker that has not yet started on its applied revision."""
         rebooted = []
         for entry in applied:
@@ -255,47 +259,47 @@ class FailoverSteps:
                 rebooted.append(entry["broker"])
         return {"rebooted": rebooted, "at": self._now_ms()}
 
-    def broker_states(self, ctx: dict[str, Any], brokers: list[str]) -> dict[str, Any]:
+    def broker_states(self, ctx: TransitionContext, brokers: list[str]) -> dict[str, Any]:
         states = {name: self.env.brokers.state(name) for name in brokers}
         running = all(state == RUNNING for state in states.values())
         return {
             "states": states,
             "allRunning": running,
-            "timedOut": not running and self._now_ms() > ctx["runningDeadlineMs"],
+            "timedOut": not running and self._now_ms() > ctx.running_deadline_ms,
         }
 
-    def promote(self, ctx: dict[str, Any]) -> dict[str, Any]:
-        self.env.brokers.promote(ctx["target"], "SWITCHOVER" if ctx["mode"] == "SWITCHOVER" else "FAILOVER")
-        return {"promoted": ctx["target"]}
+    def promote(self, ctx: TransitionContext) -> dict[str, Any]:
+        self.env.brokers.promote(ctx.target, "SWITCHOVER" if ctx.mode == "SWITCHOVER" else "FAILOVER")
+        return {"promoted": ctx.target}
 
     # -- roles and completion -------------------------------------------------------------------------
-    def swap_roles(self, ctx: dict[str, Any], execution: str) -> dict[str, Any]:
+    def swap_roles(self, ctx: TransitionContext, execution: str) -> dict[str, Any]:
         assignment = self._assignment()
-        if assignment.primary == ctx["target"] and ctx["mode"] != "FAILBACK":
+        if assignment.primary == ctx.target and ctx.mode != "FAILBACK":
             return {"primary": assignment.primary, "dr": assignment.dr, "epoch": assignment.epoch, "changed": False}
-        if ctx["mode"] == "FAILBACK":
+        if ctx.mode == "FAILBACK":
             # Roles already name the rejoining broker DR; the new epoch records that it is synced again.
             updated = RoleAssignment(
                 assignment.primary, assignment.dr, assignment.epoch + 1, assignment.changed_at, f"FAILBACK {execution}"
             )
         else:
-            updated = assignment.swapped(f"{ctx['mode']} {execution}")
+            updated = assignment.swapped(f"{ctx.mode} {execution}")
         self.env.roles.write(updated)
         return {"primary": updated.primary, "dr": updated.dr, "epoch": updated.epoch, "changed": True}
 
-    def complete(self, ctx: dict[str, Any]) -> dict[str, Any]:
+    def complete(self, ctx: TransitionContext) -> dict[str, Any]:
         transition = self.env.transitions.read()
-        started = ctx["transitionStartedAtMs"]
+        started = ctx.transition_started_at_ms
         rto_s = round((self._now_ms() - started) / 1000, 3)
         if transition and transition.status == "in-progress":
             self.env.transitions.write(Transition(**{**asdict(transition), "status": "done"}))
-        detail = {"mode": ctx["mode"], "primary": ctx["target"], "previous": ctx["source"], "rtoSeconds": rto_s}
-        self.env.metrics.add_metric(f"{ctx['mode'].title()}RtoSeconds", "Seconds", rto_s)
+        detail = {"mode": ctx.mode, "primary": ctx.target, "previous": ctx.source, "rtoSeconds": rto_s}
+        self.env.metrics.add_metric(f"{ctx.mode.title()}RtoSeconds", "Seconds", rto_s)
         self.env.events.put_events(
             Entries=[
                 {
                     "Source": "brokersync",
-                    "DetailType": f"BrokerSync {ctx['mode'].title()} Completed",
+                    "DetailType": f"BrokerSync {ctx.mode.title()} Completed",
                     "Detail": json.dumps(detail),
                     "EventBusName": self.env.event_bus,
                 }
@@ -304,7 +308,7 @@ class FailoverSteps:
         return detail
 
     # -- failback ------------------------------------------------------------------------------------
-    def remove_consumed(self, ctx: dict[str, Any], max_seconds: float) -> dict[str, Any]:
+    def remove_consumed(self, ctx: TransitionContext, max_seconds: float) -> dict[str, Any]:
         """Remove from the rejoining broker every message the ledger says was consumed since it left.
 
         Its queues still hold what was unconsumed when it went away, and the new primary's copy

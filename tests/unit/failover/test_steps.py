@@ -71,7 +71,7 @@ def steps(topology_path: Path, mocked_aws: None) -> FailoverSteps:
 def test_a_failover_promotes_the_broker_playing_dr_and_records_the_transition(steps: FailoverSteps) -> None:
     ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
 
-    assert (ctx["source"], ctx["target"], ctx["mode"]) == ("orders-use1", "orders-usw2", "FAILOVER")
+    assert (ctx.source, ctx.target, ctx.mode) == ("orders-use1", "orders-usw2", "FAILOVER")
     transition = steps.env.transitions.read()
     assert transition is not None and transition.status == "in-progress"
 
@@ -82,8 +82,8 @@ def test_a_rerun_resumes_the_transition_even_after_roles_were_swapped(steps: Fai
 
     again = steps.plan({"mode": "FAILOVER"}, "exec-2")
 
-    assert (again["source"], again["target"]) == ("orders-use1", "orders-usw2")
-    assert again["transitionStartedAtMs"] == first["transitionStartedAtMs"]
+    assert (again.source, again.target) == ("orders-use1", "orders-usw2")
+    assert again.transition_started_at_ms == first.transition_started_at_ms
 
 
 def test_a_completed_failover_leaves_nothing_to_do_for_the_same_target(steps: FailoverSteps) -> None:
@@ -91,7 +91,7 @@ def test_a_completed_failover_leaves_nothing_to_do_for_the_same_target(steps: Fa
     steps.swap_roles(ctx, "exec-1")
     steps.complete(ctx)
 
-    assert steps.plan({"mode": "FAILOVER", "target": "orders-usw2"}, "exec-2")["nothingToDo"] is True
+    assert steps.plan({"mode": "FAILOVER", "target": "orders-usw2"}, "exec-2").nothing_to_do is True
 
 
 def test_a_switchover_is_refused_when_the_old_primary_is_unreachable(steps: FailoverSteps) -> None:
