@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 from moto import mock_aws
+
+from brokersync.ledger.control import ControlRecords, control_model
+from brokersync.ledger.schema import create_ledger_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,3 +43,11 @@ def mocked_aws(aws_credentials: None) -> Iterator[None]:
     """moto in this process, for unit tests of code that takes boto3 clients."""
     with mock_aws():
         yield
+
+
+@pytest.fixture
+def control_records(mocked_aws: None) -> ControlRecords:
+    """The role and transition records, in a ledger table created from template.yaml in moto."""
+    table = "brokersync-test-ledger"
+    create_ledger_table(boto3.client("dynamodb"), table, ROOT / "template.yaml")
+    return ControlRecords(control_model(table, region="us-west-2"))

@@ -51,7 +51,7 @@ _ACTIONS: dict[str, Callable[[dict[str, Any], TransitionContext, str], dict[str,
     "brokerStates": lambda e, ctx, _x: STEPS.broker_states(ctx, [str(b) for b in e.get("brokers") or []]),
     "promote": lambda _e, ctx, _x: STEPS.promote(ctx),
     "swapRoles": lambda _e, ctx, x: STEPS.swap_roles(ctx, x),
-    "startSync": lambda _e, ctx, _x: STEPS.start_sync(ctx),
+    "startSync": lambda _e, ctx, x: STEPS.start_sync(ctx, x),
     "removeConsumed": lambda e, ctx, _x: STEPS.remove_consumed(ctx, float(e.get("maxSeconds", 30))),
     "complete": lambda _e, ctx, _x: STEPS.complete(ctx),
 }

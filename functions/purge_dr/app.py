@@ -24,15 +24,17 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import runtime_topology
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
-from brokersync.runtime import broker_connector, ledger_from_env, role_store
+from brokersync.role_gate import RoleGate
+from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
 from brokersync.topology import Topology
 
 logger = Logger()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
-ROLES = role_store()
 LEDGER = ledger_from_env()
+#: The purge acts only while this region's broker plays DR and sync runs (the role record).
+GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env())
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
 #: Seconds before the invocation's end by which a purge round stops starting selector groups.
@@ -55,7 +57,24 @@ def _primary_statistics(topology: Topology) -> StatisticsClient | None:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    topology = ROLES.current(TOPOLOGY)  # after a failover the DR broker is the old primary
+    iteration = int(event.get("iteration", 0)) + 1
+    # Not DR here (or sync stopped): wait inside the invocation, as an idle purge does, so
+    # that a standby loop costs no more state transitions than an idle one, and starts
+    # purging within seconds of the record naming this region's broker DR.
+    standing = GATE.wait_to_act(max(0.0, min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)))
+    if not standing.acting:
+        logger.info("purge on standby", reason=standing.reason, epoch=standing.epoch)
+        return {
+            "purged": 0,
+            "missing": 0,
+            "pending": 0,
+            "rounds": 0,
+            "idle": True,
+            "iteration": iteration,
+            "standby": standing.reason,
+            "epoch": standing.epoch,
+        }
+    topology = standing.topology  # after a failover the DR broker is the old primary
     dr = broker_connector(topology.dr)
     service = PurgeService(
         LEDGER,
@@ -70,12 +89,16 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     # A round started near the budget's end still has to finish inside the invocation: the
     # remover starts no selector group past this, and a receipt wait ends 5 s after it at most.
     hard_deadline = time.monotonic() + remaining_s - HARD_MARGIN_S
-    report = service.run(max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline)
+    with GATE.watch(standing) as record_moved:
+        report = service.run(
+            max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved
+        )
     return {
         "purged": report.purged,
         "missing": report.missing,
         "pending": report.pending,
         "rounds": report.rounds,
         "idle": report.pending == 0,
-        "iteration": int(event.get("iteration", 0)) + 1,
+        "iteration": iteration,
+        "epoch": standing.epoch,
     }

@@ -8,6 +8,7 @@ captured so advisories lost in a broker restart are reported.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -18,26 +19,35 @@ from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.relay import AdvisoryRelay
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, runtime_topology
-from brokersync.runtime import broker_connector, ledger_from_env, role_store
+from brokersync.role_gate import RoleGate
+from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
 
 logger = Logger()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
-ROLES = role_store()
 LEDGER = ledger_from_env()
+#: The relay acts only while this region's broker plays primary and sync runs (the role record).
+GATE = RoleGate(role_store(), TOPOLOGY, "primary", role_region_from_env())
 MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS))
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    topology = ROLES.current(TOPOLOGY)  # after a failover the primary is the old DR broker
+    budget = min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 5)
+    started = time.monotonic()
+    standing = GATE.wait_to_act(max(0.0, budget))
+    if not standing.acting:
+        logger.info("relay on standby", reason=standing.reason, epoch=standing.epoch)
+        return {"captured": 0, "standby": standing.reason, "epoch": standing.epoch}
+    topology = standing.topology  # after a failover the primary is the old DR broker
     primary = broker_connector(topology.primary)
     statistics = StatisticsClient(primary)
     audit = CaptureAudit(LEDGER.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
     relay = AdvisoryRelay(primary, LedgerWriter(LEDGER), topology, statistics=statistics, audit=audit, metrics=metrics)
-    report = relay.run(max_seconds=min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 5))
+    with GATE.watch(standing) as record_moved:
+        report = relay.run(max_seconds=max(0.0, budget - (time.monotonic() - started)), stop=record_moved)
     findings = audit.check()
     return {
         "captured": report.captured,
@@ -46,4 +56,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "writeUnits": report.write_units,
         "reconnects": report.reconnects,
         "lostAdvisories": sum(f.missing for f in findings if f.final),
+        "epoch": standing.epoch,
     }

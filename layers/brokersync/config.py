@@ -17,7 +17,10 @@ ENV_TOPOLOGY_FILE = "BROKERSYNC_TOPOLOGY_FILE"
 ENV_TOPOLOGY_PARAMETER = "BROKERSYNC_TOPOLOGY_PARAMETER"
 ENV_LEDGER_TABLE = "BROKERSYNC_LEDGER_TABLE"
 ENV_RELAY_MAX_SECONDS = "BROKERSYNC_RELAY_MAX_SECONDS"
-ENV_ROLES_PARAMETER = "BROKERSYNC_ROLES_PARAMETER"
+#: The region whose roles this stack's functions play (the template sets it to the stack's
+#: region); ``*`` plays every role, for a world where one stack stands in for both regions.
+ENV_ROLE_REGION = "BROKERSYNC_ROLE_REGION"
+EVERY_REGION = "*"
 ENV_CONFIG_BUCKET = "BROKERSYNC_CONFIG_BUCKET"
 #: JSON object of broker name -> Amazon MQ broker id, where ids differ from the topology (locally).
 ENV_BROKER_IDS = "BROKERSYNC_BROKER_IDS"

@@ -14,6 +14,7 @@ from brokersync.capture.records import RejectedInputError
 from brokersync.exceptions import (
     BrokerSyncError,
     BrokerUnavailableError,
+    NotActingNowError,
     NotAllowedByAmazonMQError,
     RenderError,
     TopologyError,
@@ -39,6 +40,7 @@ ERRORS: tuple[type[BrokerSyncError], ...] = (
     LedgerError,
     LedgerRecordRefusedError,
     LedgerUnavailableError,
+    NotActingNowError,
     NotAllowedByAmazonMQError,
     PromoteError,
     PurgeInvariantError,

@@ -43,3 +43,13 @@ class BrokerUnavailableError(BrokerSyncError):
     """
 
     retryable = True
+
+
+class NotActingNowError(BrokerSyncError):
+    """This region (or the broker an event came from) does not play the role the work needs now.
+
+    Retryable: raised where work must wait rather than be dropped (receipts on a broker that
+    is not primary, or while sync is stopped, stay on the broker and are retried until it is).
+    """
+
+    retryable = True

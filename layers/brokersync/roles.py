@@ -1,50 +1,64 @@
-"""Which broker plays primary right now: the role parameter, and the topology seen through it.
+"""Which broker plays primary right now, whether sync runs, and what that means for a region.
 
 The topology file says which broker was primary when the pair was set up; a failover must
 not rewrite it (it is the customer's file, and the old primary's region may be gone). The
-current assignment lives in one SSM parameter per region, written by the failover and
-failback state machines. Everything that acts on "the primary" or "the DR broker" (the
-relay, the purge, the failover steps) reads the assignment first, so sync follows the roles
-and not the region a function happens to run in.
+current assignment is the *role record*, a control record in the ledger global table
+(:mod:`brokersync.ledger.control`), so both regions read the same one. Its epoch increases
+by one with every change and every write states the epoch it replaces, so two transitions
+can never both win. Everything that acts on "the primary" or "the DR broker" (the relay,
+the receipts trigger, the purge, the failover steps) reads the record first and acts only
+in the role its region holds: after a failover the old region's loops fall idle by
+themselves, and stopping sync is one write both regions follow.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
-from brokersync.topology import Topology
+from brokersync.ledger.control import ControlRecords
+from brokersync.topology import Role, Topology
 
-DEFAULT_ROLES_PARAMETER = "/brokersync/roles"
-#: The value the stack seeds the role parameter with: no failover has happened yet, roles are
-#: as topology.yaml says. It is a constant so that CloudFormation never rewrites the parameter
-#: on a stack update (it only updates resources whose properties changed).
-AS_IN_TOPOLOGY = "as-in-topology"
+#: The control record's name in the ledger table.
+ROLES_RECORD = "roles"
 
 
 class RoleAssignmentError(BrokerSyncError):
-    """The role parameter names brokers the topology does not have, or is not JSON."""
+    """The role record names brokers the topology does not have, or is not a role assignment."""
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"sync_running must be true or false, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
 class RoleAssignment:
     primary: str
     dr: str
-    #: Increases by one with every change of roles, so two regions can tell which is newer.
+    #: Increases by one with every change of the record, so two regions can tell which is newer;
+    #: 0 means never written (roles as in the topology, sync running).
     epoch: int = 0
     changed_at: str = ""
     reason: str = ""
+    #: False between a transition's StopSync and StartSync: every loop in both regions idles.
+    sync_running: bool = True
 
     @classmethod
     def initial(cls, topology: Topology) -> RoleAssignment:
         return cls(primary=topology.primary.name, dr=topology.dr.name)
 
     def swapped(self, reason: str, now: datetime | None = None) -> RoleAssignment:
+        return replace(self.next(reason, now), primary=self.dr, dr=self.primary)
+
+    def next(self, reason: str, now: datetime | None = None, **changes: Any) -> RoleAssignment:
+        """The next epoch of this record, with ``changes`` applied."""
         moment = (now or datetime.now(UTC)).isoformat(timespec="milliseconds")
-        return RoleAssignment(self.dr, self.primary, self.epoch + 1, moment, reason)
+        return replace(self, epoch=self.epoch + 1, changed_at=moment, reason=reason, **changes)
 
     def changed_at_ms(self) -> int | None:
         if not self.changed_at:
@@ -64,9 +78,10 @@ class RoleAssignment:
                 epoch=int(data.get("epoch", 0)),
                 changed_at=str(data.get("changed_at", "")),
                 reason=str(data.get("reason", "")),
+                sync_running=_flag(data.get("sync_running", True)),
             )
-        except (ValueError, KeyError, TypeError) as e:
-            raise RoleAssignmentError(f"role parameter is not a role assignment: {e}") from e
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise RoleAssignmentError(f"role record is not a role assignment: {e}") from e
 
 
 def apply_roles(topology: Topology, assignment: RoleAssignment | None) -> Topology:
@@ -76,42 +91,51 @@ def apply_roles(topology: Topology, assignment: RoleAssignment | None) -> Topolo
     names = {b.name for b in topology.brokers}
     if {assignment.primary, assignment.dr} != names:
         raise RoleAssignmentError(
-            f"role parameter names {assignment.primary!r}/{assignment.dr!r}, topology has {sorted(names)}"
+            f"role record names {assignment.primary!r}/{assignment.dr!r}, topology has {sorted(names)}"
         )
     return topology.swapped()
 
 
-class SsmParameter:
-    """One String parameter in SSM; one that does not exist reads as None, not as an error."""
+def roles_here(topology: Topology, region: str | None) -> set[Role]:
+    """The roles this region's functions play under ``topology`` (roles already applied).
 
-    def __init__(self, ssm: Any, name: str) -> None:
-        self.ssm = ssm
-        self.name = name
-
-    def get(self) -> str | None:
-        try:
-            return str(self.ssm.get_parameter(Name=self.name)["Parameter"]["Value"])
-        except self.ssm.exceptions.ParameterNotFound:
-            return None
-
-    def put(self, value: str) -> None:
-        self.ssm.put_parameter(Name=self.name, Value=value, Type="String", Overwrite=True)
+    A broker that names no region is reachable from every stack (the local world, or a pair
+    in one region); otherwise a role belongs to the region its broker is in. A pair in one
+    region therefore plays both roles in its one stack.
+    """
+    here: set[Role] = set()
+    for role, broker in (("primary", topology.primary), ("dr", topology.dr)):
+        if not broker.region or not region or broker.region == region:
+            here.add(role)  # type: ignore[arg-type]
+    return here
 
 
-class RoleStore(SsmParameter):
-    """The role parameter in SSM (one per region; the failover writes the region it runs in)."""
+class RoleStore:
+    """The role record in the ledger table, shared by both regions."""
 
-    def __init__(self, ssm: Any, name: str = DEFAULT_ROLES_PARAMETER) -> None:
-        super().__init__(ssm, name)
+    def __init__(self, records: ControlRecords) -> None:
+        self.records = records
 
     def read(self) -> RoleAssignment | None:
-        value = self.get()
-        if value is None or value.strip() == AS_IN_TOPOLOGY:
+        record = self.records.get(ROLES_RECORD)
+        if record is None:
             return None
-        return RoleAssignment.from_json(value)
+        assignment = RoleAssignment.from_json(json.dumps(record.document))
+        return replace(assignment, epoch=record.version)
 
-    def write(self, assignment: RoleAssignment) -> None:
-        self.put(assignment.to_json())
+    def assignment(self, topology: Topology) -> RoleAssignment:
+        """The record, or the topology's roles with sync running when it was never written."""
+        return self.read() or RoleAssignment.initial(topology)
+
+    def write(self, assignment: RoleAssignment) -> RoleAssignment:
+        """Store ``assignment`` as the epoch after the one it was made from, or refuse.
+
+        :class:`~brokersync.failover.errors.TransitionConflictError` when the record is no
+        longer at ``assignment.epoch - 1``: another transition wrote first.
+        """
+        document = {k: v for k, v in asdict(assignment).items() if k != "epoch"}
+        self.records.put(ROLES_RECORD, document, replaces=assignment.epoch - 1, writer=assignment.reason)
+        return assignment
 
     def current(self, topology: Topology) -> Topology:
         return apply_roles(topology, self.read())

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
@@ -24,30 +26,57 @@ from brokersync.config import (
     ENV_PURGE_LOOP_ARN,
     ENV_RECEIPTS_FUNCTION,
     ENV_RELAY_RULE,
-    ENV_ROLES_PARAMETER,
+    ENV_ROLE_REGION,
+    EVERY_REGION,
     setting,
 )
 from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.steps import FailoverEnvironment, TransitionStore
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import MetricsSink
 from brokersync.purge.remover import SelectorRemover
 from brokersync.redaction import install as install_log_redaction
 from brokersync.redaction import register_secret
-from brokersync.roles import DEFAULT_ROLES_PARAMETER, RoleStore
+from brokersync.roles import RoleStore
 from brokersync.topology import Broker, Topology
+
+#: Calls into the other region fail fast: during a failover that region may be the one lost.
+PEER_REGION_CLIENT = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"})
 
 install_log_redaction()  # before the first client exists: botocore and stomp.py log secrets at DEBUG
 
 
-def ledger_from_env(env: Mapping[str, str] | None = None) -> Ledger:
-    env = env if env is not None else os.environ
-    return dynamodb_ledger(
+def _table_location(env: Mapping[str, str]) -> tuple[str, str | None, str | None]:
+    return (
         setting(ENV_LEDGER_TABLE, default=DEFAULT_LEDGER_TABLE, env=env),
-        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
-        host=env.get("AWS_ENDPOINT_URL_DYNAMODB") or env.get("AWS_ENDPOINT_URL"),
+        region_from_env(env),
+        env.get("AWS_ENDPOINT_URL_DYNAMODB") or env.get("AWS_ENDPOINT_URL") or None,
     )
+
+
+def region_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    env = env if env is not None else os.environ
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+def role_region_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """The region whose roles the functions play; None plays every role (``*``)."""
+    env = env if env is not None else os.environ
+    value = env.get(ENV_ROLE_REGION) or region_from_env(env)
+    return None if value == EVERY_REGION else value
+
+
+def ledger_from_env(env: Mapping[str, str] | None = None) -> Ledger:
+    table, region, host = _table_location(env if env is not None else os.environ)
+    return dynamodb_ledger(table, region=region, host=host)
+
+
+def control_records(env: Mapping[str, str] | None = None) -> ControlRecords:
+    """The role and transition records, in this region's replica of the ledger table."""
+    table, region, host = _table_location(env if env is not None else os.environ)
+    return ControlRecords(control_model(table, region, host))
 
 
 def broker_credentials(secret_name: str) -> BrokerCredentials:
@@ -64,8 +93,7 @@ def broker_connector(broker: Broker) -> StompConnector:
 
 
 def role_store(env: Mapping[str, str] | None = None) -> RoleStore:
-    env = env if env is not None else os.environ
-    return RoleStore(boto3.client("ssm"), setting(ENV_ROLES_PARAMETER, default=DEFAULT_ROLES_PARAMETER, env=env))
+    return RoleStore(control_records(env))
 
 
 def sync_control(env: Mapping[str, str] | None = None) -> SyncControl:
@@ -75,7 +103,18 @@ def sync_control(env: Mapping[str, str] | None = None) -> SyncControl:
         receipts_function=env.get(ENV_RECEIPTS_FUNCTION) or None,
         purge_loop_arn=env.get(ENV_PURGE_LOOP_ARN) or None,
     )
-    return SyncControl(switches, boto3.client("events"), boto3.client("lambda"), boto3.client("stepfunctions"))
+    return SyncControl(
+        switches,
+        boto3.client("events"),
+        boto3.client("lambda"),
+        boto3.client("stepfunctions"),
+        # Where one stack stands in for both regions (role region "*"), its own loop is the DR's.
+        regional_sfn=None if role_region_from_env(env) is None else _peer_stepfunctions,
+    )
+
+
+def _peer_stepfunctions(region: str) -> Any:
+    return boto3.client("stepfunctions", region_name=region, config=PEER_REGION_CLIENT)
 
 
 def failover_environment(
@@ -83,11 +122,11 @@ def failover_environment(
 ) -> FailoverEnvironment:
     """Everything the failover steps talk to, from the function's environment."""
     env = env if env is not None else os.environ
-    roles = role_store(env)
+    records = control_records(env)
     return FailoverEnvironment(
         topology=topology,
-        roles=roles,
-        transitions=TransitionStore(roles.ssm, roles.name),
+        roles=RoleStore(records),
+        transitions=TransitionStore(records),
         brokers=BrokerControl.for_topology(
             boto3.client("mq"),
             topology,

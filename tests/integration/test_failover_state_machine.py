@@ -16,9 +16,10 @@ import pytest
 from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
+from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore
 from brokersync.topology import load_topology
-from brokersync_local.deploy import CONFIG_BUCKET, ROLES_PARAMETER, deploy, register_brokers
+from brokersync_local.deploy import CONFIG_BUCKET, LEDGER_TABLE, deploy, register_brokers
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import receive
 from tests.ports import shifted_ports
@@ -33,6 +34,9 @@ PORTS = shifted_ports(
 def pair(tmp_path_factory: pytest.TempPathFactory, topology_path: Path) -> Iterator[dict[str, Any]]:
     world = LocalWorld(load_topology(topology_path), tmp_path_factory.mktemp("failover-world"), PORTS)
     world.up(timeout_s=90, log=lambda _m: None)
+    credentials = pytest.MonkeyPatch()
+    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
+        credentials.setenv(name, value)  # the role record is read through pynamodb, which takes them from here
     try:
         env = world.read_env()
         endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
@@ -44,9 +48,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory, topology_path: Path) -> Itera
             "machines": machines,
             "sfn": session.client("stepfunctions", endpoint_url=endpoint),
             "s3": session.client("s3", endpoint_url=endpoint),
-            "roles": RoleStore(session.client("ssm", endpoint_url=endpoint), ROLES_PARAMETER),
+            "roles": RoleStore(ControlRecords(control_model(LEDGER_TABLE, region, endpoint))),
         }
     finally:
+        credentials.undo()
         world.destroy()
 
 
@@ -84,7 +89,8 @@ def test_a_failed_failover_can_be_rerun_and_resumes_the_same_transition(pair: di
     assert failed["status"] == "FAILED"
     assert "NoSuchBucket" in (failed.get("cause") or "")
     assert "StopSync" in failed["entered"] and "SwapRoles" not in failed["entered"]
-    assert pair["roles"].read() is None  # nothing swapped yet
+    stopped = pair["roles"].read()
+    assert (stopped.primary, stopped.sync_running) == ("orders-use1", False)  # sync stopped, nothing swapped yet
 
     pair["s3"].create_bucket(Bucket=CONFIG_BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     rerun = _run(pair, {"mode": "FAILOVER"})
@@ -92,7 +98,8 @@ def test_a_failed_failover_can_be_rerun_and_resumes_the_same_transition(pair: di
     assert rerun["status"] == "SUCCEEDED", rerun.get("cause")
     output = json.loads(rerun["output"])
     assert (output["primary"], output["previous"]) == ("orders-usw2", "orders-use1")
-    assert pair["roles"].read().primary == "orders-usw2"
+    record = pair["roles"].read()
+    assert (record.primary, record.sync_running) == ("orders-usw2", True)
 
 
 def test_a_switchover_back_restores_copying_in_the_original_direction(pair: dict[str, Any]) -> None:

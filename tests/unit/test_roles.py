@@ -1,13 +1,15 @@
-"""The role parameter: which broker plays primary now, whatever topology.yaml said at set-up."""
+"""The role record: which broker plays primary now, shared by both regions, changed one epoch at a time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-import boto3
 import pytest
 
-from brokersync.roles import AS_IN_TOPOLOGY, RoleAssignment, RoleAssignmentError, RoleStore, apply_roles
+from brokersync.failover.errors import TransitionConflictError
+from brokersync.ledger.control import ControlRecords
+from brokersync.roles import ROLES_RECORD, RoleAssignment, RoleAssignmentError, RoleStore, apply_roles, roles_here
 from brokersync.topology import Topology, load_topology
 
 
@@ -17,13 +19,14 @@ def topology(topology_path: Path) -> Topology:
 
 
 @pytest.fixture
-def store(mocked_aws: None) -> RoleStore:
-    return RoleStore(boto3.client("ssm"))
+def store(control_records: ControlRecords) -> RoleStore:
+    return RoleStore(control_records)
 
 
-def test_without_a_role_parameter_the_topology_roles_apply(topology: Topology, store: RoleStore) -> None:
+def test_without_a_role_record_the_topology_roles_apply_with_sync_running(topology: Topology, store: RoleStore) -> None:
     assert store.read() is None
     assert store.current(topology).primary.name == "orders-use1"
+    assert store.assignment(topology) == RoleAssignment("orders-use1", "orders-usw2", epoch=0, sync_running=True)
 
 
 def test_a_swapped_assignment_makes_the_dr_broker_primary(topology: Topology, store: RoleStore) -> None:
@@ -32,6 +35,7 @@ def test_a_swapped_assignment_makes_the_dr_broker_primary(topology: Topology, st
     current = store.current(topology)
 
     assert (current.primary.name, current.dr.name) == ("orders-usw2", "orders-use1")
+    assert store.read().epoch == 1  # type: ignore[union-attr]
 
 
 def test_every_swap_increments_the_epoch_and_records_why(topology: Topology) -> None:
@@ -43,20 +47,57 @@ def test_every_swap_increments_the_epoch_and_records_why(topology: Topology) -> 
     assert RoleAssignment.from_json(swapped.to_json()) == swapped
 
 
+def test_two_transitions_planned_from_the_same_epoch_cannot_both_win(topology: Topology, store: RoleStore) -> None:
+    seen = store.assignment(topology)
+    store.write(seen.swapped("FAILOVER exec-a"))
+
+    with pytest.raises(TransitionConflictError, match="exec-a"):
+        store.write(seen.swapped("FAILOVER exec-b"))
+
+    assert store.read().reason == "FAILOVER exec-a"  # type: ignore[union-attr]
+
+
+def test_a_write_that_skips_an_epoch_is_refused(topology: Topology, store: RoleStore) -> None:
+    initial = RoleAssignment.initial(topology)
+    store.write(initial.next("stop sync", sync_running=False))
+
+    with pytest.raises(TransitionConflictError):
+        store.write(replace(initial, epoch=5))
+
+
+def test_stopping_sync_is_a_new_epoch_that_keeps_the_roles(topology: Topology, store: RoleStore) -> None:
+    store.write(RoleAssignment.initial(topology).next("SWITCHOVER exec-1: stop sync", sync_running=False))
+
+    assert store.read() == replace(store.read(), primary="orders-use1", epoch=1, sync_running=False)  # type: ignore[arg-type]
+
+
 def test_an_assignment_naming_unknown_brokers_is_refused(topology: Topology) -> None:
     with pytest.raises(RoleAssignmentError, match="orders-euw1"):
         apply_roles(topology, RoleAssignment(primary="orders-euw1", dr="orders-use1"))
 
 
-def test_a_parameter_that_is_not_an_assignment_is_refused(store: RoleStore) -> None:
-    store.ssm.put_parameter(Name=store.name, Value="primary=orders-usw2", Type="String")
+@pytest.mark.parametrize(
+    "document",
+    [{"primary": "orders-usw2"}, {"primary": "orders-usw2", "dr": "orders-use1", "sync_running": "no"}],
+)
+def test_a_record_that_is_not_an_assignment_is_refused(
+    store: RoleStore, control_records: ControlRecords, document: dict[str, object]
+) -> None:
+    control_records.put(ROLES_RECORD, document, replaces=0, writer="someone")
 
     with pytest.raises(RoleAssignmentError, match="not a role assignment"):
         store.read()
 
 
-def test_the_value_the_stack_seeds_means_roles_as_in_the_topology(topology: Topology, store: RoleStore) -> None:
-    store.put(AS_IN_TOPOLOGY)
+def test_a_region_plays_the_role_whose_broker_is_in_it(topology: Topology) -> None:
+    assert roles_here(topology, "us-east-1") == {"primary"}
+    assert roles_here(topology, "us-west-2") == {"dr"}
+    assert roles_here(topology.swapped(), "us-east-1") == {"dr"}
 
-    assert store.read() is None
-    assert store.current(topology).primary.name == "orders-use1"
+
+def test_a_pair_in_one_region_plays_both_roles_in_its_one_stack(topology: Topology) -> None:
+    one_region = topology.model_copy(
+        update={"brokers": [b.model_copy(update={"region": "us-east-1"}) for b in topology.brokers]}
+    )
+
+    assert roles_here(one_region, "us-east-1") == {"primary", "dr"}

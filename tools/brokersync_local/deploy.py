@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 import yaml
 
+from brokersync.config import EVERY_REGION
 from brokersync.ledger.schema import create_ledger_table, load_template
 from brokersync.render import render_configuration
 from brokersync.topology import Topology
@@ -37,7 +38,6 @@ ROLE_NAME = "brokersync-local"
 #: What ``!Sub ...${AWS::StackName}`` names become locally (stack name "local").
 CONFIG_BUCKET = "brokersync-config-local"
 RELAY_RULE = "brokersync-relay-local"
-ROLES_PARAMETER = f"/brokersync/{PAIR_NAME}/roles"
 TOPOLOGY_PARAMETER = f"/brokersync/{PAIR_NAME}/topology"
 AUDIT_BUCKET = "brokersync-audit-local"
 SERVICE_NAME = f"brokersync-{PAIR_NAME}"
@@ -92,7 +92,8 @@ def local_env_vars(endpoint: str, broker_ids: dict[str, str] | None = None) -> d
             "AWS_ENDPOINT_URL": endpoint,
             "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
             "BROKERSYNC_TOPOLOGY_PARAMETER": TOPOLOGY_PARAMETER,
-            "BROKERSYNC_ROLES_PARAMETER": ROLES_PARAMETER,
+            # One moto region stands in for both regions of the pair: its functions play every role.
+            "BROKERSYNC_ROLE_REGION": EVERY_REGION,
             "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         },

@@ -32,12 +32,13 @@ from brokersync.capture.relay import AdvisoryRelay
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
 from brokersync.roles import RoleStore
 from brokersync.topology import Topology, load_topology
-from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, ROLES_PARAMETER
+from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE
 from brokersync_local.world import localise, ports_from_env
 
 logger = logging.getLogger("brokersync.sync")
@@ -67,25 +68,32 @@ def _write_status(path: Path, status: dict[str, Any]) -> None:
 
 
 class Switches:
-    """The role parameter and the relay rule in moto, read once per pass as the functions do."""
+    """The role record and the relay rule in moto, read once per pass as the functions do."""
 
-    def __init__(self, base: Topology) -> None:
+    def __init__(self, base: Topology, env: dict[str, Any]) -> None:
         self.base = base
-        self.roles = RoleStore(boto3.client("ssm"), ROLES_PARAMETER)
+        self.roles = RoleStore(
+            ControlRecords(control_model(LEDGER_TABLE, env["aws"]["region"], env["aws"]["endpoint"]))
+        )
         self.events = boto3.client("events")
 
     def topology(self) -> Topology:
         return self.roles.current(self.base)
 
+    def sync_running(self) -> bool:
+        """False between a transition's StopSync and StartSync (the role record), in every region."""
+        return self.roles.assignment(self.base).sync_running
+
     def relay_enabled(self) -> bool:
         try:
-            return self.events.describe_rule(Name=RELAY_RULE)["State"] == "ENABLED"
+            rule_enabled = self.events.describe_rule(Name=RELAY_RULE)["State"] == "ENABLED"
         except self.events.exceptions.ResourceNotFoundException:
-            return True  # not deployed (plain `sync start`): always on
+            rule_enabled = True  # not deployed (plain `sync start`): always on
+        return rule_enabled and self.sync_running()
 
 
-def run_relay(base: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
-    switches = Switches(base)
+def run_relay(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: Path, stop: threading.Event) -> None:
+    switches = Switches(base, env)
     metrics = RecordingMetrics()
     totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}, "enabled": True}
     audits: dict[str, CaptureAudit] = {}
@@ -93,7 +101,7 @@ def run_relay(base: Topology, ledger: Ledger, status_file: Path, stop: threading
         try:
             totals["enabled"] = switches.relay_enabled()
             topology = switches.topology()
-        except (BotoCoreError, ClientError) as e:
+        except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the relay switches, retrying: %s", e)
             stop.wait(1.0)
             continue
@@ -139,16 +147,21 @@ def _purge_service(topology: Topology, ledger: Ledger) -> PurgeService:
     )
 
 
-def run_purge(base: Topology, ledger: Ledger, status_file: Path, stop: threading.Event) -> None:
-    switches = Switches(base)
+def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: Path, stop: threading.Event) -> None:
+    switches = Switches(base, env)
     services: dict[str, PurgeService] = {}
     totals: dict[str, Any] = {"purged": {}, "missing": {}, "pending": {}, "oldest_pending_age_ms": {}}
     while not stop.is_set():
         try:
             topology = switches.topology()
-        except (BotoCoreError, ClientError) as e:
-            logger.warning("cannot read the role parameter, retrying: %s", e)
+            running = switches.sync_running()
+        except (BotoCoreError, ClientError, BrokerSyncError) as e:
+            logger.warning("cannot read the role record, retrying: %s", e)
             stop.wait(1.0)
+            continue
+        if not running:
+            _write_status(status_file, {**totals, "enabled": False, "updated": time.time(), "pid": os.getpid()})
+            stop.wait(0.5)
             continue
         if topology.dr.name not in services:  # built once per DR broker, not on every pass
             services[topology.dr.name] = _purge_service(topology, ledger)
@@ -181,7 +194,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     worker = run_relay if args.worker == "relay" else run_purge
-    worker(topology, ledger, state_dir / f"sync-{args.worker}.json", stop)
+    worker(topology, ledger, env, state_dir / f"sync-{args.worker}.json", stop)
     return 0
 
 

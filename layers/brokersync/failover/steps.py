@@ -27,11 +27,12 @@ from brokersync.failover.control_plane import RUNNING, BrokerControl
 from brokersync.failover.errors import FailoverRequestError, SwitchoverRefusedError
 from brokersync.failover.sync_control import SyncControl
 from brokersync.ledger.base import LedgerStore
+from brokersync.ledger.control import ControlRecords
 from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
-from brokersync.roles import RoleAssignment, RoleStore, SsmParameter
+from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
 #: A failback catches up with the new primary's copy backlog until at most this many copies wait.
@@ -48,18 +49,30 @@ class Transition:
     status: Literal["in-progress", "done"] = "in-progress"
 
 
-class TransitionStore(SsmParameter):
-    """The transition in progress, next to the role parameter (``<roles>/transition``)."""
+#: The control record's name in the ledger table.
+TRANSITION_RECORD = "transition"
 
-    def __init__(self, ssm: Any, roles_parameter: str) -> None:
-        super().__init__(ssm, f"{roles_parameter}/transition")
+
+class TransitionStore:
+    """The transition in progress: a control record both regions see (``R#transition``).
+
+    A new transition is *claimed*: the write states the version it replaces, so two
+    executions that both found no transition in progress cannot both start one.
+    """
+
+    def __init__(self, records: ControlRecords) -> None:
+        self.records = records
+        self._version = 0
 
     def read(self) -> Transition | None:
-        value = self.get()
-        return None if value is None else Transition(**json.loads(value))
+        record = self.records.get(TRANSITION_RECORD)
+        self._version = record.version if record else 0
+        return None if record is None else Transition(**record.document)
 
     def write(self, transition: Transition) -> None:
-        self.put(json.dumps(asdict(transition)))
+        """Replace the transition read last (TransitionConflictError if another moved it first)."""
+        record = self.records.put(TRANSITION_RECORD, asdict(transition), self._version, transition.execution)
+        self._version = record.version
 
 
 @dataclass
@@ -91,7 +104,7 @@ class FailoverSteps:
         return int(self.env.clock() * 1000)
 
     def _assignment(self) -> RoleAssignment:
-        return self.env.roles.read() or RoleAssignment.initial(self.env.topology)
+        return self.env.roles.assignment(self.env.topology)
 
     def _after(self, ctx: TransitionContext) -> Topology:
         """The topology as it will be once ``ctx.target`` is primary."""
@@ -215,10 +228,21 @@ class FailoverSteps:
 
     # -- sync ----------------------------------------------------------------------------------------
     def stop_sync(self, ctx: TransitionContext, execution: str) -> dict[str, Any]:
-        return self.env.sync.stop(cause=f"{ctx.mode} {execution}")
+        """Stop sync in both regions (the role record) and this region's triggers and loop."""
+        epoch = self._set_sync(False, f"{ctx.mode} {execution}: stop sync")
+        return self.env.sync.stop(cause=f"{ctx.mode} {execution}") | {"epoch": epoch}
 
-    def start_sync(self, ctx: TransitionContext) -> dict[str, Any]:
-        return self.env.sync.start()
+    def start_sync(self, ctx: TransitionContext, execution: str = "manual") -> dict[str, Any]:
+        """Start sync again: both regions' loops resume in the roles the record now names."""
+        epoch = self._set_sync(True, f"{ctx.mode} {execution}: start sync")
+        dr = self.env.roles.current(self.env.topology).dr
+        return self.env.sync.start(dr_region=dr.region) | {"epoch": epoch}
+
+    def _set_sync(self, running: bool, reason: str) -> int:
+        assignment = self._assignment()
+        if assignment.sync_running == running:
+            return assignment.epoch  # a re-run: already so
+        return self.env.roles.write(assignment.next(reason, sync_running=running)).epoch
 
     # -- configurations -------------------------------------------------------------------------
     def save_configuration(self, ctx: TransitionContext, broker: str, execution: str) -> dict[str, Any]:
@@ -275,15 +299,12 @@ class FailoverSteps:
     # -- roles and completion -------------------------------------------------------------------------
     def swap_roles(self, ctx: TransitionContext, execution: str) -> dict[str, Any]:
         assignment = self._assignment()
-        if assignment.primary == ctx.target and ctx.mode != "FAILBACK":
+        reason = f"{ctx.mode} {execution}"
+        done = assignment.primary == ctx.target if ctx.mode != "FAILBACK" else assignment.reason == reason
+        if done:
             return {"primary": assignment.primary, "dr": assignment.dr, "epoch": assignment.epoch, "changed": False}
-        if ctx.mode == "FAILBACK":
-            # Roles already name the rejoining broker DR; the new epoch records that it is synced again.
-            updated = RoleAssignment(
-                assignment.primary, assignment.dr, assignment.epoch + 1, assignment.changed_at, f"FAILBACK {execution}"
-            )
-        else:
-            updated = assignment.swapped(f"{ctx.mode} {execution}")
+        # A failback's roles already name the rejoining broker DR; its epoch records that it is synced again.
+        updated = assignment.next(reason) if ctx.mode == "FAILBACK" else assignment.swapped(reason)
         self.env.roles.write(updated)
         return {"primary": updated.primary, "dr": updated.dr, "epoch": updated.epoch, "changed": True}
 

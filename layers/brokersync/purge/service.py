@@ -17,6 +17,7 @@ its cost) buys many removals; it returns early when nothing is pending.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +105,7 @@ class PurgeService:
         stop_when_idle: bool = False,
         stop_when_stalled: bool = False,
         hard_deadline: float | None = None,
+        stop: threading.Event | None = None,
     ) -> PurgeReport:
         """Start purge rounds over every sync queue for ``max_seconds``.
 
@@ -112,10 +114,11 @@ class PurgeService:
         finish by then. ``max_seconds`` only says when to stop starting rounds.
         ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
         removed nothing (a failback's catch-up: what is still pending is not on the broker now).
+        ``stop`` (the role record moved on) ends the run after the round in progress.
         """
         report = PurgeReport()
         deadline = time.monotonic() + max_seconds
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (stop and stop.is_set()):
             progress = 0
             for queue in (q for q in self.topology.queues if q.captures_consumed):
                 result = self.purge_queue(queue.name, deadline=hard_deadline)
@@ -130,7 +133,11 @@ class PurgeService:
                 self.emit_depths()
                 if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
-                time.sleep(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())))
+                pause = min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic()))
+                if stop is not None:
+                    stop.wait(pause)
+                else:
+                    time.sleep(pause)
         return report
 
     def purge_queue(self, queue: str, *, deadline: float | None = None) -> QueueReport:

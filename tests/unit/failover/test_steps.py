@@ -11,10 +11,16 @@ import pytest
 
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.control_plane import BrokerControl
-from brokersync.failover.errors import FailoverRequestError, PromoteError, SwitchoverRefusedError
-from brokersync.failover.steps import FailoverEnvironment, FailoverSteps, TransitionStore
+from brokersync.failover.errors import (
+    FailoverRequestError,
+    PromoteError,
+    SwitchoverRefusedError,
+    TransitionConflictError,
+)
+from brokersync.failover.steps import FailoverEnvironment, FailoverSteps, Transition, TransitionStore
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import memory_ledger
+from brokersync.ledger.control import ControlRecords
 from brokersync.render import render_configuration
 from brokersync.roles import RoleStore
 from brokersync.topology import Broker, load_topology
@@ -43,19 +49,18 @@ def _register(mq: Any, topology: Any) -> dict[str, str]:
 
 
 @pytest.fixture
-def steps(topology_path: Path, mocked_aws: None) -> FailoverSteps:
+def steps(topology_path: Path, control_records: ControlRecords) -> FailoverSteps:
     topology = load_topology(topology_path)
-    ssm, mq, s3 = boto3.client("ssm"), boto3.client("mq"), boto3.client("s3")
+    mq, s3 = boto3.client("mq"), boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    roles = RoleStore(ssm)
 
     def statistics(broker: Broker) -> Any:
         return _UnreachableStatistics()
 
     environment = FailoverEnvironment(
         topology=topology,
-        roles=roles,
-        transitions=TransitionStore(ssm, roles.name),
+        roles=RoleStore(control_records),
+        transitions=TransitionStore(control_records),
         brokers=BrokerControl(mq, _register(mq, topology)),
         sync=SyncControl(SyncSwitches(None, None, None), None, None, None),
         s3=s3,
@@ -137,3 +142,35 @@ def test_a_refused_promote_names_the_broker(steps: FailoverSteps) -> None:
 
     with pytest.raises(PromoteError, match="orders-usw2"):
         steps.promote(ctx)
+
+
+def test_stopping_sync_is_a_role_record_epoch_both_regions_follow_and_a_rerun_writes_nothing(
+    steps: FailoverSteps,
+) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+
+    first = steps.stop_sync(ctx, "exec-1")
+    again = steps.stop_sync(ctx, "exec-1")
+
+    assert first["epoch"] == again["epoch"] == 1
+    assert steps.env.roles.read().sync_running is False  # type: ignore[union-attr]
+
+
+def test_a_failover_ends_with_sync_running_in_the_swapped_roles(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.stop_sync(ctx, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.start_sync(ctx, "exec-1")
+
+    record = steps.env.roles.read()
+    assert record is not None and (record.primary, record.sync_running, record.epoch) == ("orders-usw2", True, 3)
+
+
+def test_two_executions_that_both_found_no_transition_cannot_both_start_one(steps: FailoverSteps) -> None:
+    first, second = TransitionStore(steps.env.transitions.records), TransitionStore(steps.env.transitions.records)
+    assert first.read() is None and second.read() is None
+
+    first.write(Transition("FAILOVER", "orders-use1", "orders-usw2", "exec-a", 1))
+
+    with pytest.raises(TransitionConflictError, match="exec-a"):
+        second.write(Transition("SWITCHOVER", "orders-use1", "orders-usw2", "exec-b", 2))

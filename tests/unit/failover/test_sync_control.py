@@ -56,3 +56,31 @@ def test_start_does_not_start_a_second_purge_loop_while_one_runs() -> None:
 
     assert sfn.started == []
     assert result["purgeLoopStarted"] is None
+
+
+class Unreachable(StepFunctions):
+    def get_paginator(self, _name: str) -> Any:
+        from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415
+
+        raise EndpointConnectionError(endpoint_url="https://states.us-east-1.amazonaws.com")
+
+
+def test_start_starts_the_purge_loop_in_the_region_of_the_broker_playing_dr() -> None:
+    local, peer = StepFunctions([], {}), StepFunctions([], {})
+    control = SyncControl(SyncSwitches(None, None, LOOP), None, None, local, regional_sfn=lambda _region: peer)
+
+    result = control.start(dr_region="us-east-1")
+
+    assert (local.started, len(peer.started)) == ([], 1)
+    assert result["purgeLoopStarted"].startswith("arn:aws:states:us-east-1:123456789012:stateMachine:")
+
+
+def test_start_reports_a_dr_region_it_cannot_reach_instead_of_failing() -> None:
+    control = SyncControl(
+        SyncSwitches(None, None, LOOP), None, None, StepFunctions([], {}), regional_sfn=lambda _r: Unreachable([], {})
+    )
+
+    result = control.start(dr_region="us-east-1")
+
+    assert result["purgeLoopStarted"] is None
+    assert result["purgeLoopRegion"] == "us-east-1" and "purgeLoopUnreachable" in result

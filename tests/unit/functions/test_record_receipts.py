@@ -13,8 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from brokersync.exceptions import NotActingNowError
 from brokersync.ledger import LedgerUnavailableError
 from brokersync.ledger.schema import create_ledger_table
+from brokersync.roles import RoleAssignment
 from tests.events import load_event
 from tests.handlers import FakeContext, load_handler
 
@@ -83,3 +85,25 @@ def test_a_ledger_failure_fails_the_batch_so_lambda_retries_it(handler: ModuleTy
         pytest.raises(LedgerUnavailableError),
     ):
         handler.lambda_handler(load_event("mq-receipts"), FakeContext())
+
+
+DR_BROKER_ARN = "arn:aws:mq:us-west-2:111122223333:broker:orders-usw2:b-9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+
+
+def test_receipts_from_the_broker_playing_dr_stay_on_it_and_nothing_is_recorded(handler: ModuleType) -> None:
+    event = load_event("mq-receipts") | {"eventSourceArn": DR_BROKER_ARN}
+
+    with pytest.raises(NotActingNowError, match="orders-usw2 does not play primary"):
+        handler.lambda_handler(event, FakeContext())
+
+    assert handler.WRITER.ledger.consumed_between("ORDERS", 0, 10**14) == []
+    assert NotActingNowError.retryable  # the mapping retries the batch until the broker plays primary
+
+
+def test_receipts_from_the_new_primary_are_recorded_after_a_failover(handler: ModuleType) -> None:
+    roles = handler.GATE.store
+    roles.write(RoleAssignment.initial(handler.TOPOLOGY).swapped("FAILOVER exec-1"))
+
+    result = handler.lambda_handler(load_event("mq-receipts") | {"eventSourceArn": DR_BROKER_ARN}, FakeContext())
+
+    assert result["recorded"] == 3

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
-from brokersync.roles import AS_IN_TOPOLOGY
 
 #: Actions IAM offers no resource-level permissions for: "*" is the only resource they take.
 NO_RESOURCE_LEVEL = {
@@ -126,12 +126,50 @@ def test_the_dashboard_body_is_json_once_cloudformation_substitutes_it(template:
     assert {w["type"] for w in widgets} == {"text", "metric", "alarm"}
 
 
-def test_the_role_parameter_is_seeded_with_the_value_that_means_as_in_topology(template: dict[str, Any]) -> None:
-    parameter = template["Resources"]["RolesParameter"]
+def test_the_roles_live_in_the_ledger_table_both_regions_read_not_in_a_regional_parameter(
+    template: dict[str, Any],
+) -> None:
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::SSM::Parameter"]
+    assert "BROKERSYNC_ROLES_PARAMETER" not in template["Globals"]["Function"]["Environment"]["Variables"]
 
-    assert parameter["Properties"]["Value"] == AS_IN_TOPOLOGY
-    assert parameter["Properties"]["Name"] == {"Fn::Sub": "/brokersync/${PairName}/roles"}
-    assert parameter["DeletionPolicy"] == parameter["UpdateReplacePolicy"] == "Retain"
+
+@pytest.mark.parametrize(
+    ("function", "actions"),
+    [
+        ("RelayAdvisoriesFunction", {"dynamodb:GetItem"}),
+        ("RecordReceiptsFunction", {"dynamodb:GetItem"}),
+        ("PurgeDrFunction", {"dynamodb:GetItem"}),
+        ("SnapshotQueuesFunction", {"dynamodb:GetItem"}),
+        ("FailoverStepsFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
+    ],
+)
+def test_each_function_reaches_the_role_record_and_no_other_item_through_its_grant(
+    template: dict[str, Any], function: str, actions: set[str]
+) -> None:
+    grants = [
+        s
+        for logical_id, s in _statements(template)
+        if logical_id == function and s.get("Condition", {}).get("ForAllValues:StringLike")
+    ]
+    assert {a for s in grants for a in _as_list(s["Action"])} == actions
+    for grant in grants:
+        assert grant["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == [f"{CONTROL_PREFIX}*"]
+
+
+def test_the_receipts_trigger_exists_in_both_stacks_on_the_broker_of_its_own_region(template: dict[str, Any]) -> None:
+    function = template["Resources"]["RecordReceiptsFunction"]
+    broker = function["Properties"]["Events"]["Receipts"]["Properties"]["Broker"]
+
+    assert "Condition" not in function
+    assert broker == {"Fn::If": ["IsPrimary", {"Ref": "PrimaryBrokerArn"}, {"Ref": "DrBrokerArn"}]}
+
+
+def test_the_purge_loop_has_the_same_name_in_both_regions_so_a_failover_can_start_it_in_the_other(
+    template: dict[str, Any],
+) -> None:
+    name = template["Resources"]["PurgeLoopStateMachine"]["Properties"]["Name"]
+
+    assert name == {"Fn::Sub": "brokersync-${PairName}-purge-loop"}
 
 
 def test_the_ledger_keeps_point_in_time_recovery_for_exports_in_both_replicas(template: dict[str, Any]) -> None:

@@ -1,0 +1,129 @@
+"""Whether this region acts in a role right now, read from the role record both regions share.
+
+Every loop of a regional stack (the relay and the receipts trigger for the primary, the
+purge for the DR broker) asks the gate before it touches a broker, and keeps asking while it
+works: a role change or a stopped sync anywhere reaches every loop within ``poll_s``
+seconds, so the old region's loops fall idle after a failover and no two regions ever run a
+relay or a purge against the same broker for longer than that.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from brokersync.exceptions import BrokerSyncError
+from brokersync.failover.control_plane import broker_id
+from brokersync.roles import RoleStore, apply_roles, roles_here
+from brokersync.topology import Role, Topology
+
+logger = logging.getLogger(__name__)
+
+
+#: How often a working loop re-reads the role record (one strongly consistent GetItem).
+DEFAULT_POLL_S = 2.0
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the role record says this region should do now."""
+
+    acting: bool
+    #: The topology with the record's roles applied.
+    topology: Topology
+    epoch: int
+    #: Why not, for the log and the function's result ("" when acting).
+    reason: str = ""
+    sync_running: bool = True
+
+
+class RoleGate:
+    def __init__(
+        self,
+        store: RoleStore,
+        topology: Topology,
+        role: Role,
+        region: str | None,
+        *,
+        poll_s: float = DEFAULT_POLL_S,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.topology = topology
+        self.role = role
+        self.region = region
+        self.poll_s = poll_s
+        self.sleep = sleep
+
+    def standing(self) -> Standing:
+        assignment = self.store.assignment(self.topology)
+        now = apply_roles(self.topology, assignment)
+        if not assignment.sync_running:
+            return Standing(False, now, assignment.epoch, f"sync is stopped ({assignment.reason})", sync_running=False)
+        if self.role not in roles_here(now, self.region):
+            broker = now.primary if self.role == "primary" else now.dr
+            return Standing(False, now, assignment.epoch, f"the {self.role} broker {broker.name} is in {broker.region}")
+        return Standing(True, now, assignment.epoch)
+
+    def standing_of(self, broker_arn: str | None, broker_ids: Mapping[str, str] | None = None) -> Standing:
+        """Whether to act for the broker an event came from (an event source mapping's ``eventSourceArn``).
+
+        A pair in one region has a mapping on each broker in one stack, so the region alone
+        cannot say which broker plays primary; the event's broker can. ``broker_ids``
+        overrides the topology's ids (locally, the emulator's). A broker the topology does
+        not name falls back to the region's standing.
+        """
+        standing = self.standing()
+        wanted = standing.topology.primary if self.role == "primary" else standing.topology.dr
+        ids = {b.name: broker_id((broker_ids or {}).get(b.name) or b.broker_id) for b in self.topology.brokers}
+        source = next((name for name, i in ids.items() if broker_arn and i == broker_id(broker_arn)), None)
+        if source is None or not standing.sync_running:
+            return standing
+        if source != wanted.name:
+            return Standing(False, standing.topology, standing.epoch, f"{source} does not play {self.role} now")
+        return Standing(True, standing.topology, standing.epoch)
+
+    def wait_to_act(self, seconds: float) -> Standing:
+        """Poll until this region acts in the role or ``seconds`` pass; the last standing read."""
+        deadline = time.monotonic() + seconds
+        standing = self.standing()
+        while not standing.acting and time.monotonic() + self.poll_s < deadline:
+            self.sleep(self.poll_s)
+            standing = self.standing()
+        return standing
+
+    @contextmanager
+    def watch(self, standing: Standing) -> Iterator[threading.Event]:
+        """An event set once the record moves past ``standing``'s epoch; the work stops on it.
+
+        Any new epoch stops the work, not only one that takes the role away: the roles the
+        work was started with are the ones it must not outlive. A record that cannot be read
+        (throttled, the table's region impaired) leaves the work running, as the roles last
+        read still hold.
+        """
+        moved = threading.Event()
+        done = threading.Event()
+
+        def poll() -> None:
+            while not done.wait(self.poll_s):
+                try:
+                    epoch = self.store.assignment(self.topology).epoch
+                except BrokerSyncError as e:
+                    logger.warning("role record unreadable, keeping the roles read last: %s", e)
+                    continue
+                if epoch != standing.epoch:
+                    logger.info("role record moved from epoch %s to %s: stopping", standing.epoch, epoch)
+                    moved.set()
+                    return
+
+        watcher = threading.Thread(target=poll, name="role-watch", daemon=True)
+        watcher.start()
+        try:
+            yield moved
+        finally:
+            done.set()
+            watcher.join(timeout=self.poll_s + 1)
