@@ -6,9 +6,13 @@ removal (:class:`SelectorRemover`); confirmed removals are marked even when the 
 stops on an error, and the error is raised after that. An entry the ledger cannot name by
 message id is never removed: it is marked missing at once and counted (``Unnameable``).
 A key not found stays pending (the copy may still be on the
-bridge, or beyond what the DR broker pages into memory); once its consume time is older
-than ``missing_after`` it is marked missing and counted, which stops the purge from looking
-for it forever and tells the operator that DR never received it (or lost it).
+bridge, in the primary's outflow, or beyond what the DR broker pages into memory). It is
+marked missing and counted only when both hold: its consume time is older than
+``missing_after``, and the copy path says its copy can no longer arrive (the primary's
+outflow drained past its consume time over a connected bridge, :mod:`copy_path`). That
+stops the purge from looking for it forever and tells the operator DR never received it (or
+lost it), without giving up on copies still queued behind an outage: a DR region that
+returns after an hour receives its backlog and ends with 0 consumed messages on it.
 
 A pass may loop for up to ``max_seconds`` so that a Step Functions state transition (and
 its cost) buys many removals; it returns early when nothing is pending.
@@ -27,6 +31,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerStore, PendingKey
 from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
 from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Topology
 
@@ -40,7 +45,8 @@ class PurgeSettings:
     #: pace: about one remover group of selectors (16 x ~340 ULIDs) per round kept 1,500 msg/s
     #: for 5 minutes on 2 cores, where 2,000 fell behind (README, "Copy, capture and purge").
     batch_keys: int = 5000
-    #: A pending key older than this (by consume time) is given up on as missing.
+    #: A pending key younger than this (by consume time) is never given up on; an older one
+    #: is, once the copy path shows its copy can no longer arrive.
     missing_after: timedelta = timedelta(minutes=10)
     #: Pause between rounds when a round found nothing to do.
     idle_sleep_s: float = 0.2
@@ -97,6 +103,12 @@ class PurgeService:
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
         self._waiting: dict[str, dict[str, float]] = {}
+        #: None without the primary's counters: then nothing is ever given up on as missing.
+        self.copy_path = (
+            CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
+            if primary_statistics is not None
+            else None
+        )
 
     def run(
         self,
@@ -180,18 +192,28 @@ class PurgeService:
             raise removal.error
         now_ms = int(self.clock() * 1000)
         cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
-        missing = [p for p in pending if p.message_id not in removed and p.consumed_at_ms < cutoff_ms]
+        unfound = [p for p in pending if p.message_id not in removed]
+        drained_past = (
+            self.copy_path.drained_past(queue)
+            if self.copy_path is not None and any(p.consumed_at_ms < cutoff_ms for p in unfound)
+            else None
+        )
+        missing = [
+            p for p in unfound if p.consumed_at_ms < cutoff_ms and can_no_longer_arrive(p.consumed_at_ms, drained_past)
+        ]
         if missing:
             self.ledger.mark_missing(queue, missing)
             for entry in missing:
                 waiting.pop(entry.message_id or "", None)
             logger.warning(
-                "%d keys of %s never reached DR within %s: marked missing",
+                "%d keys of %s never reached DR within %s, and the primary's outflow has drained past them: "
+                "marked missing",
                 len(missing),
                 queue,
                 self.settings.missing_after,
             )
-        still: list[PendingKey] = [p for p in pending if p.message_id not in removed and p.consumed_at_ms >= cutoff_ms]
+        given_up = {id(p) for p in missing}
+        still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
         result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
         result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
         self.metrics.add_metric("Purged", "Count", len(purged))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from ulid import ULID
 
+from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
 from brokersync.metrics import RecordingMetrics
@@ -80,14 +81,110 @@ def test_keys_not_yet_on_dr_stay_pending(topology_path: Path) -> None:
     assert (result.purged, result.pending, result.missing) == (1, 2, 0)
 
 
-def test_keys_older_than_the_cutoff_are_marked_missing(topology_path: Path) -> None:
-    service, ledger = _service(topology_path, FakeDR(), missing_after=timedelta(minutes=10))
-    ledger.record("ORDERS", _consumed(1, int(NOW * 1000) - 11 * 60_000))
+@dataclass
+class FakePrimary:
+    """The primary's outflow counters, as the statistics plugin reports them for ORDERS.DR and PAYMENTS.DR."""
+
+    size: int = 0
+    enqueued: int = 0
+    dequeued: int = 0
+    bridges: int = 1
+    broker_id: str = "ID:primary-1"
+    reachable: bool = True
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        if not self.reachable:
+            raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
+        return {
+            n: QueueStats(n, self.size, self.enqueued, self.dequeued, 0, 0, 0, self.bridges, self.broker_id, "p")
+            for n in names
+        }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _watched(topology_path: Path, primary: FakePrimary, clock: Clock) -> tuple[PurgeService, Ledger]:
+    ledger = memory_ledger(clock=clock)
+    service = PurgeService(
+        ledger,
+        FakeDR(),
+        load_topology(topology_path),
+        settings=PurgeSettings(missing_after=timedelta(minutes=10)),
+        primary_statistics=primary,  # type: ignore[arg-type]
+        clock=clock,
+    )
+    return service, ledger
+
+
+ELEVEN_MINUTES_AGO = int(NOW * 1000) - 11 * 60_000
+
+
+def test_an_old_key_is_marked_missing_once_the_outflow_is_empty_over_a_connected_bridge(topology_path: Path) -> None:
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock())
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     result = service.purge_queue("ORDERS")
 
     assert result.missing == 1
     assert ledger.pending("ORDERS") == []
+
+
+def test_an_old_key_stays_pending_while_the_outflow_still_holds_copies(topology_path: Path) -> None:
+    service, ledger = _watched(topology_path, FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock())
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+
+    result = service.purge_queue("ORDERS")
+
+    assert (result.missing, result.pending) == (0, 1)
+
+
+@pytest.mark.parametrize("primary", [FakePrimary(reachable=False), FakePrimary(size=0, bridges=0)])
+def test_an_old_key_stays_pending_while_the_primary_is_unreachable_or_its_bridge_is_down(
+    topology_path: Path, primary: FakePrimary
+) -> None:
+    service, ledger = _watched(topology_path, primary, Clock())
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+
+    assert service.purge_queue("ORDERS").missing == 0
+
+
+def test_an_old_key_is_given_up_once_the_backlog_enqueued_before_it_has_left_the_primary(
+    topology_path: Path,
+) -> None:
+    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock()
+    service, ledger = _watched(topology_path, primary, clock)
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+    assert service.purge_queue("ORDERS").missing == 0
+
+    clock.now += 30  # the bridge forwarded everything enqueued by the first look, new copies keep coming
+    primary.enqueued, primary.dequeued, primary.size = 120_000, 95_000, 25_000
+
+    assert service.purge_queue("ORDERS").missing == 1  # drained past the first look, after the key's consume
+
+
+def test_a_primary_restart_starts_the_counters_afresh_and_proves_nothing_by_itself(topology_path: Path) -> None:
+    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock()
+    service, ledger = _watched(topology_path, primary, clock)
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+    service.purge_queue("ORDERS")
+
+    clock.now += 30
+    primary.broker_id, primary.enqueued, primary.dequeued, primary.size = "ID:primary-2", 10, 95_000, 40_000
+
+    assert service.purge_queue("ORDERS").missing == 0
+
+
+def test_without_the_primarys_counters_nothing_is_ever_given_up(topology_path: Path) -> None:
+    service, ledger = _service(topology_path, FakeDR(), missing_after=timedelta(minutes=10))
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+
+    assert service.purge_queue("ORDERS").missing == 0
 
 
 def test_keys_not_found_make_room_for_newer_ones(topology_path: Path) -> None:
