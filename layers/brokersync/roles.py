@@ -14,7 +14,7 @@ themselves, and stopping sync is one write both regions follow.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +47,9 @@ class RoleAssignment:
     reason: str = ""
     #: False between a transition's StopSync and StartSync: every loop in both regions idles.
     sync_running: bool = True
+    #: The ``reason`` of the epoch this one was made from (not stored): a write replaces only that
+    #: version, so a transition that lost a cross-region race cannot write over the winner.
+    based_on: str | None = field(default=None, compare=False)
 
     @classmethod
     def initial(cls, topology: Topology) -> RoleAssignment:
@@ -58,7 +61,8 @@ class RoleAssignment:
     def next(self, reason: str, now: datetime | None = None, **changes: Any) -> RoleAssignment:
         """The next epoch of this record, with ``changes`` applied."""
         moment = (now or datetime.now(UTC)).isoformat(timespec="milliseconds")
-        return replace(self, epoch=self.epoch + 1, changed_at=moment, reason=reason, **changes)
+        based_on = self.reason if self.epoch else None
+        return replace(self, epoch=self.epoch + 1, changed_at=moment, reason=reason, based_on=based_on, **changes)
 
     def changed_at_ms(self) -> int | None:
         if not self.changed_at:
@@ -66,7 +70,7 @@ class RoleAssignment:
         return int(datetime.fromisoformat(self.changed_at).timestamp() * 1000)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps({k: v for k, v in asdict(self).items() if k != "based_on"}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RoleAssignment:
@@ -133,9 +137,15 @@ class RoleStore:
         :class:`~brokersync.failover.errors.TransitionConflictError` when the record is no
         longer at ``assignment.epoch - 1``: another transition wrote first.
         """
-        document = {k: v for k, v in asdict(assignment).items() if k != "epoch"}
-        self.records.put(ROLES_RECORD, document, replaces=assignment.epoch - 1, writer=assignment.reason)
-        return assignment
+        document = {k: v for k, v in asdict(assignment).items() if k not in ("epoch", "based_on")}
+        self.records.put(
+            ROLES_RECORD,
+            document,
+            replaces=assignment.epoch - 1,
+            writer=assignment.reason,
+            replaces_writer=assignment.based_on,
+        )
+        return replace(assignment, based_on=None)
 
     def current(self, topology: Topology) -> Topology:
         return apply_roles(topology, self.read())

@@ -101,3 +101,16 @@ def test_a_pair_in_one_region_plays_both_roles_in_its_one_stack(topology: Topolo
     )
 
     assert roles_here(one_region, "us-east-1") == {"primary", "dr"}
+
+
+def test_a_write_planned_from_another_regions_claim_of_the_same_epoch_is_refused(
+    topology: Topology, store: RoleStore
+) -> None:
+    """After a partition both regions may hold an epoch 1, claimed by different executions;
+    only the one a write was planned from may be replaced."""
+    store.write(RoleAssignment.initial(topology).swapped("FAILOVER exec-west"))
+    lost_race = RoleAssignment.initial(topology).swapped("FAILOVER exec-east")
+
+    with pytest.raises(TransitionConflictError, match="exec-west"):
+        store.write(lost_race.next("FAILOVER exec-east: start sync"))
+    store.write(store.assignment(topology).next("FAILOVER exec-west: start sync"))

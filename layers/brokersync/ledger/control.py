@@ -79,8 +79,15 @@ class ControlRecords:
             return None
         return ControlRecord(json.loads(item.doc), int(item.version), item.writer or "", int(item.written_at_ms or 0))
 
-    def put(self, name: str, document: dict[str, Any], replaces: int, writer: str) -> ControlRecord:
-        """Write version ``replaces + 1``; :class:`TransitionConflictError` if the record moved on."""
+    def put(
+        self, name: str, document: dict[str, Any], replaces: int, writer: str, replaces_writer: str | None = None
+    ) -> ControlRecord:
+        """Write version ``replaces + 1``; :class:`TransitionConflictError` if the record moved on.
+
+        ``replaces_writer`` also names who wrote the version being replaced: after a partition
+        two regions can each hold *a* version ``replaces``, written by different transitions,
+        and only the one this write was planned from may be replaced.
+        """
         item = self.model(
             CONTROL_PREFIX + name,
             CONTROL_SORT_KEY,
@@ -90,6 +97,8 @@ class ControlRecords:
             written_at_ms=int(time.time() * 1000),
         )
         condition = self.model.pk.does_not_exist() if replaces == 0 else self.model.version == replaces
+        if replaces and replaces_writer is not None:
+            condition &= self.model.writer == replaces_writer[:256]
         try:
             _translate(lambda: item.save(condition=condition))
         except Exception as e:

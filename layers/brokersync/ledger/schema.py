@@ -38,11 +38,15 @@ def load_template(path: str | Path) -> dict[str, Any]:
 def ledger_table_definition(template: dict[str, Any]) -> dict[str, Any]:
     """``create_table`` arguments equivalent to the template's global table (one region's replica)."""
     properties = template["Resources"][LEDGER_RESOURCE]["Properties"]
-    return {
+    definition = {
         "KeySchema": properties["KeySchema"],
         "AttributeDefinitions": properties["AttributeDefinitions"],
         "BillingMode": properties.get("BillingMode", "PAY_PER_REQUEST"),
     }
+    stream = properties.get("StreamSpecification")
+    if stream:  # what a global table replicates from; the local replication stand-in reads it too
+        definition["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream["StreamViewType"]}
+    return definition
 
 
 def ledger_ttl_attribute(template: dict[str, Any]) -> str:

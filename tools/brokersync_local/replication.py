@@ -1,0 +1,246 @@
+"""The global-table replication stand-in: two regional DynamoDB endpoints kept in step as AWS does.
+
+moto has DynamoDB tables and their streams, but no global tables: each moto server is one
+region's DynamoDB and knows nothing of the other. This stand-in reads every region's table
+stream and writes each change into the other regions with the semantics of a multi-region
+eventually consistent (MREC) global table:
+
+* **asynchronous**: a change reaches the other region ``lag_s`` after it was made (AWS: "typically
+  within a second"), never at once, so code that reads its own region sees stale items;
+* **per item, last writer wins**: each change carries its stream timestamp; a change older than the
+  version the destination already holds is dropped there (ties go to the higher region name), so
+  two regions that wrote one item converge on the later write. Conditional writes are evaluated
+  by each region against its own replica only, exactly as in AWS;
+* **stalled while a region is unreachable, then catching up**: a region whose endpoint does not
+  answer (paused with SIGSTOP, or partitioned) neither sends nor receives; its stream keeps its
+  changes and the others keep theirs for it, and both flow once it answers again.
+
+It is not AWS's algorithm (AWS does not publish one), only its documented behaviour, and it
+replicates whole items (``NEW_AND_OLD_IMAGES``), as global tables do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+logger = logging.getLogger("brokersync.replication")
+
+DEFAULT_LAG_S = 1.0
+#: A paused region must not stall the others: every call gives up quickly and is tried again.
+_CLIENT = Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}, account_id_endpoint_mode="disabled")
+
+
+@dataclass(frozen=True)
+class RegionEndpoint:
+    region: str
+    url: str
+
+    @classmethod
+    def parse(cls, text: str) -> RegionEndpoint:
+        region, _, url = text.partition("=")
+        if not region or not url:
+            raise argparse.ArgumentTypeError(f"expected REGION=URL, got {text!r}")
+        return cls(region, url)
+
+
+@dataclass(order=True)
+class Change:
+    """One item change read from a region's stream, due in the other regions at ``due``."""
+
+    due: float
+    at: float = field(compare=False)
+    origin: str = field(compare=False)
+    key: str = field(compare=False)
+    #: The whole item after the change; None for a delete.
+    image: dict[str, Any] | None = field(compare=False)
+
+
+def _key(keys: dict[str, Any]) -> str:
+    return json.dumps(keys, sort_keys=True)
+
+
+def _timestamp(value: Any) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(value)
+
+
+class _Region:
+    def __init__(self, endpoint: RegionEndpoint, table: str, credentials: dict[str, str]) -> None:
+        self.name = endpoint.region
+        kwargs = {"region_name": endpoint.region, "endpoint_url": endpoint.url, "config": _CLIENT, **credentials}
+        self.dynamodb = boto3.client("dynamodb", **kwargs)
+        self.streams = boto3.client("dynamodbstreams", **kwargs)
+        self.table = table
+        self.stream_arn: str | None = None
+        #: Shard id -> last sequence number read.
+        self.positions: dict[str, str | None] = {}
+        self.reachable = True
+
+    def _stream(self) -> str:
+        if self.stream_arn is None:
+            streams = self.streams.list_streams(TableName=self.table)["Streams"]
+            if not streams:
+                raise LookupError(f"{self.table} in {self.name} has no stream (StreamSpecification)")
+            self.stream_arn = streams[0]["StreamArn"]
+        return self.stream_arn
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every stream record written since the last read, in order per shard."""
+        arn = self._stream()
+        records: list[dict[str, Any]] = []
+        for shard in self.streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            shard_id = shard["ShardId"]
+            after = self.positions.get(shard_id)
+            position = (
+                {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after}
+                if after
+                else {"ShardIteratorType": "TRIM_HORIZON"}
+            )
+            iterator = self.streams.get_shard_iterator(StreamArn=arn, ShardId=shard_id, **position)["ShardIterator"]
+            for _ in range(100):  # bounded: a shard read in pages of up to 1,000 records
+                page = self.streams.get_records(ShardIterator=iterator, Limit=1000)
+                records.extend(page["Records"])
+                if page["Records"]:
+                    self.positions[shard_id] = page["Records"][-1]["dynamodb"]["SequenceNumber"]
+                iterator = page.get("NextShardIterator")
+                if not page["Records"] or not iterator:
+                    break
+        return records
+
+    def apply(self, change: Change) -> None:
+        if change.image is None:
+            self.dynamodb.delete_item(TableName=self.table, Key=json.loads(change.key))
+        else:
+            self.dynamodb.put_item(TableName=self.table, Item=change.image)
+
+
+class GlobalTableReplication:
+    """Replicates one table between regional endpoints; ``step`` once, or ``run`` until stopped."""
+
+    def __init__(
+        self,
+        table: str,
+        endpoints: list[RegionEndpoint],
+        *,
+        lag_s: float = DEFAULT_LAG_S,
+        credentials: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if len({e.region for e in endpoints}) != len(endpoints) or len(endpoints) < 2:
+            raise ValueError("replication needs two or more endpoints of different regions")
+        creds = credentials or {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+        self.regions = {e.region: _Region(e, table, creds) for e in endpoints}
+        self.lag_s = lag_s
+        self.clock = clock
+        #: Changes waiting for each destination region.
+        self.outbox: dict[str, list[Change]] = {name: [] for name in self.regions}
+        #: (region, item key) -> (timestamp, origin) of the version that region holds.
+        self.versions: dict[tuple[str, str], tuple[float, str]] = {}
+        #: (region, item key) -> image we wrote there, to recognise our own write in its stream.
+        self.echoes: dict[tuple[str, str], str | None] = {}
+        self.applied = 0
+        self.dropped_older = 0
+
+    def step(self) -> int:
+        """Read every reachable region's new changes, then deliver those due; the number delivered."""
+        for region in self.regions.values():
+            self._collect(region)
+        delivered = 0
+        now = self.clock()
+        for name, waiting in self.outbox.items():
+            region = self.regions[name]
+            waiting.sort()
+            while waiting and waiting[0].due <= now:
+                if not self._deliver(region, waiting[0]):
+                    break  # unreachable: the rest wait with it, in order
+                waiting.pop(0)
+                delivered += 1
+        return delivered
+
+    def _collect(self, region: _Region) -> None:
+        try:
+            records = region.read()
+        except (BotoCoreError, ClientError, LookupError) as e:
+            self._unreachable(region, e)
+            return
+        self._reachable(region)
+        for record in records:
+            data = record["dynamodb"]
+            key = _key(data["Keys"])
+            image = data.get("NewImage") if record["eventName"] != "REMOVE" else None
+            written = json.dumps(image, sort_keys=True) if image is not None else None
+            mine = (region.name, key)
+            if mine in self.echoes and self.echoes[mine] == written:
+                del self.echoes[mine]  # our own replicated write coming back: not a new change
+                continue
+            at = _timestamp(data.get("ApproximateCreationDateTime", self.clock()))
+            self.versions[mine] = (at, region.name)
+            for other in self.regions:
+                if other != region.name:
+                    self.outbox[other].append(Change(at + self.lag_s, at, region.name, key, image))
+
+    def _deliver(self, region: _Region, change: Change) -> bool:
+        held = self.versions.get((region.name, change.key))
+        if held is not None and held > (change.at, change.origin):
+            self.dropped_older += 1  # the destination holds a later write: last writer wins
+            return True
+        try:
+            region.apply(change)
+        except (BotoCoreError, ClientError) as e:
+            self._unreachable(region, e)
+            return False
+        self._reachable(region)
+        written = json.dumps(change.image, sort_keys=True) if change.image is not None else None
+        self.echoes[(region.name, change.key)] = written
+        self.versions[(region.name, change.key)] = (change.at, change.origin)
+        self.applied += 1
+        return True
+
+    def _unreachable(self, region: _Region, error: Exception) -> None:
+        if region.reachable:
+            logger.warning("region %s unreachable, replication to and from it stalls: %s", region.name, error)
+        region.reachable = False
+
+    def _reachable(self, region: _Region) -> None:
+        if not region.reachable:
+            logger.info("region %s reachable again: catching up", region.name)
+        region.reachable = True
+
+    def backlog(self) -> dict[str, int]:
+        """Changes waiting per destination region (the replication lag a test or a drill reads)."""
+        return {name: len(waiting) for name, waiting in self.outbox.items()}
+
+    def run(self, stop: threading.Event, poll_s: float = 0.1) -> None:
+        while not stop.is_set():
+            self.step()
+            stop.wait(poll_s)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="global-table replication between regional DynamoDB endpoints")
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--endpoint", action="append", type=RegionEndpoint.parse, required=True, help="REGION=URL")
+    parser.add_argument("--lag", type=float, default=DEFAULT_LAG_S, help="seconds before a change reaches a peer")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    GlobalTableReplication(args.table, args.endpoint, lag_s=args.lag).run(stop)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
