@@ -117,6 +117,17 @@ def _peer_stepfunctions(region: str) -> Any:
     return boto3.client("stepfunctions", region_name=region, config=PEER_REGION_CLIENT)
 
 
+def broker_control(topology: Topology, env: Mapping[str, str] | None = None) -> BrokerControl:
+    """The Amazon MQ API for the topology's brokers, each through a client of its own region."""
+    env = env if env is not None else os.environ
+    return BrokerControl.for_topology(
+        boto3.client("mq"),
+        topology,
+        json.loads(env.get(ENV_BROKER_IDS) or "{}"),
+        regional=lambda region: boto3.client("mq", region_name=region),
+    )
+
+
 def failover_environment(
     topology: Topology, metrics: MetricsSink, env: Mapping[str, str] | None = None
 ) -> FailoverEnvironment:
@@ -127,12 +138,7 @@ def failover_environment(
         topology=topology,
         roles=RoleStore(records),
         transitions=TransitionStore(records),
-        brokers=BrokerControl.for_topology(
-            boto3.client("mq"),
-            topology,
-            json.loads(env.get(ENV_BROKER_IDS) or "{}"),
-            regional=lambda region: boto3.client("mq", region_name=region),
-        ),
+        brokers=broker_control(topology, env),
         sync=sync_control(env),
         s3=boto3.client("s3"),
         bucket=setting(ENV_CONFIG_BUCKET, env=env),

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from brokersync.ledger.schema import load_template
+from brokersync_local.alarm_evaluator import ALARM, OK, emf_datapoints, evaluate
 from brokersync_local.built_functions import SAMPLE_EVENTS, BuiltInvocation, invoke_built, runtime_python
 from brokersync_local.deploy import PAIR_NAME, SAM_ENV_VARS, deploy, register_brokers
 from brokersync_local.world import LocalWorld
@@ -86,6 +87,32 @@ def test_the_receipts_of_the_sample_event_are_recorded(
 
     assert outcome.result["recorded"] == 3
     assert outcome.result["rejected"] == {}
+
+
+def test_the_health_probe_measures_both_windows_and_the_roles_on_the_local_pair(
+    template: dict[str, Any], deployed: dict[str, Any], python: str
+) -> None:
+    outcome = _invoke(template, deployed, python, "HealthProbeFunction")
+
+    report = outcome.result
+    assert report["unmeasured"] == {}, report["unmeasured"]
+    assert (report["primary"], report["sync_running"], report["stale_primaries"]) == ("orders-use1", True, [])
+    assert all(q["copy_backlog"] is not None and q["loss_window_s"] is not None for q in report["queues"].values())
+    assert report["queues"]["ORDERS"]["pending_purge"] is not None
+    points = emf_datapoints(outcome.logs.splitlines())
+    now = max(p.timestamp_s for p in points)
+    for alarm in ("LossRiskAlarm", "LossWindowAlarm", "DuplicateRiskAlarm", "OldestPendingAgeAlarm"):
+        rule = _resolved_alarm(template, alarm)
+        assert evaluate(rule, points, now) == OK, alarm  # healthy and measured: no risk alarm fires
+        assert evaluate(rule, [], now + 600) == ALARM, alarm  # the probe silent for ten minutes: they all fire
+
+
+def _resolved_alarm(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    properties = dict(template["Resources"][logical_id]["Properties"])
+    if isinstance(properties["Threshold"], dict):
+        properties["Threshold"] = template["Parameters"][properties["Threshold"]["Ref"]]["Default"]
+    properties["Dimensions"] = [{"Name": "service", "Value": f"brokersync-{PAIR_NAME}"}]
+    return properties
 
 
 def test_a_handler_importing_what_the_layer_does_not_ship_fails_as_it_would_in_lambda(

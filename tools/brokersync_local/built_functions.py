@@ -41,6 +41,7 @@ SAMPLE_EVENTS = {
     "FailoverStepsFunction": "events/failover-steps-drain-status.json",
     "SnapshotQueuesFunction": "events/snapshot-queues.json",
     "RepairLedgerFunction": "events/repair-ledger.json",
+    "HealthProbeFunction": "events/health-probe.json",
 }
 
 

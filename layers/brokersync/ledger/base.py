@@ -54,8 +54,8 @@ class LedgerStore(ABC):
         """Record entries consumed from ``queue``, as one batch (a bare ``(key, ms)`` has no message id)."""
 
     @abstractmethod
-    def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
-        """Up to ``limit`` unresolved keys of ``queue``, oldest consume first."""
+    def pending(self, queue: str, limit: int = 1000, *, read_only: bool = False) -> list[PendingKey]:
+        """Up to ``limit`` unresolved keys of ``queue``, oldest consume first (``read_only``: no tidying writes)."""
 
     @abstractmethod
     def mark_purged(self, queue: str, keys: Sequence[PendingKey]) -> WriteReport:

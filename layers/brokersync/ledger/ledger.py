@@ -118,7 +118,7 @@ class Ledger(LedgerStore):
         return WriteReport(items=len(groups) + 1, write_units=float(units))
 
     # -- reads and marks (DR region) -----------------------------------------------------------
-    def pending(self, queue: str, limit: int = 1000) -> list[PendingKey]:
+    def pending(self, queue: str, limit: int = 1000, *, read_only: bool = False) -> list[PendingKey]:
         """Unresolved consumed messages, oldest consume first, read from the oldest work pointers on.
 
         One entry per consumed message: a key consumed twice (two messages sharing a
@@ -129,6 +129,9 @@ class Ledger(LedgerStore):
         all resolved are deleted on the way. An element whose message id cannot be named
         exactly (a prefix-hash collision) is marked missing at once and logged: the purge
         never removes what it cannot name.
+
+        ``read_only`` does neither (no pointer deleted, nothing marked): for readers outside
+        the DR region, where a write to a marks item would race the purge's across regions.
         """
         found: dict[tuple[str, str | None], int] = {}
         places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]] = defaultdict(list)
@@ -136,7 +139,7 @@ class Ledger(LedgerStore):
         for _page in range(MAX_POINTER_PAGES):
             pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
             for pointer in pointers:
-                self._collect(queue, pointer, found, places)
+                self._collect(queue, pointer, found, places, read_only=read_only)
             if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
             after = pointers[-1].sk
@@ -152,6 +155,8 @@ class Ledger(LedgerStore):
         pointer: Pointer,
         found: dict[tuple[str, str | None], int],
         places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]],
+        *,
+        read_only: bool = False,
     ) -> None:
         captured = self.backend.captured(queue, pointer.refs)
         marks = self.backend.marks(queue, pointer.refs)
@@ -171,6 +176,8 @@ class Ledger(LedgerStore):
                 place = (item.key, item.message_id)
                 found[place] = min(found.get(place, item.consumed_at_ms), item.consumed_at_ms)
                 places[place].append((ref, item.element))
+        if read_only:
+            return
         if unnameable:
             expires_at = self._expires_at()
             for ref, refused in unnameable.items():

@@ -110,3 +110,13 @@ class QueueBrowser:
                 connection.disconnect()
             except (stomp.exception.StompException, OSError):
                 time.sleep(0)  # the broker went away first; nothing is left to release
+
+
+def oldest_timestamp_ms(connector: StompConnector, queue: Queue, idle_timeout_s: float = 10.0) -> int | None:
+    """The JMS timestamp of the message at the head of ``queue`` (None when it is empty); a browse, no side effect."""
+    lines = QueueBrowser(connector, idle_timeout_s=idle_timeout_s, prefetch=1).lines(queue)
+    try:
+        head = next(lines, None)
+    finally:
+        lines.close()  # ends the browse and disconnects
+    return head.timestamp if head is not None and head.timestamp else None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from brokersync import health
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
 
@@ -92,6 +93,8 @@ def test_the_issue_alarms_are_all_there(template: dict[str, Any]) -> None:
 
     assert {
         "LossRiskAlarm",
+        "LossWindowAlarm",
+        "StalePrimaryAlarm",
         "DuplicateRiskAlarm",
         "OldestPendingAgeAlarm",
         "RelayStalledAlarm",
@@ -100,12 +103,27 @@ def test_the_issue_alarms_are_all_there(template: dict[str, Any]) -> None:
     } <= names
 
 
-def test_the_oldest_pending_alarm_compares_seconds_with_the_rpo_target(template: dict[str, Any]) -> None:
-    alarm = template["Resources"]["OldestPendingAgeAlarm"]["Properties"]
-    returned = [m for m in alarm["Metrics"] if m.get("ReturnData")]
+@pytest.mark.parametrize(
+    ("alarm", "metric"),
+    [
+        ("LossRiskAlarm", "COPY_BACKLOG_TOTAL"),
+        ("LossWindowAlarm", "LOSS_WINDOW_SECONDS"),
+        ("DuplicateRiskAlarm", "PENDING_PURGE_TOTAL"),
+        ("OldestPendingAgeAlarm", "DUPLICATE_WINDOW_SECONDS"),
+    ],
+)
+def test_the_risk_alarms_watch_what_the_health_probe_emits_and_read_silence_as_breaching(
+    template: dict[str, Any], alarm: str, metric: str
+) -> None:
+    properties = template["Resources"][alarm]["Properties"]
 
-    assert alarm["Threshold"] == {"Ref": "RpoTargetSeconds"}
-    assert returned == [m for m in alarm["Metrics"] if m.get("Expression") == "age / 1000"]
+    assert properties["MetricName"] == getattr(health, metric)
+    assert properties["TreatMissingData"] == "breaching"
+
+
+def test_the_window_alarms_compare_seconds_with_the_rpo_target(template: dict[str, Any]) -> None:
+    for alarm in ("LossWindowAlarm", "OldestPendingAgeAlarm"):
+        assert template["Resources"][alarm]["Properties"]["Threshold"] == {"Ref": "RpoTargetSeconds"}
 
 
 def test_a_purge_loop_that_stopped_reporting_raises_an_alarm_in_the_dr_stack(template: dict[str, Any]) -> None:
@@ -140,6 +158,7 @@ def test_the_roles_live_in_the_ledger_table_both_regions_read_not_in_a_regional_
         ("RecordReceiptsFunction", {"dynamodb:GetItem"}),
         ("PurgeDrFunction", {"dynamodb:GetItem"}),
         ("SnapshotQueuesFunction", {"dynamodb:GetItem"}),
+        ("HealthProbeFunction", {"dynamodb:GetItem"}),
         ("FailoverStepsFunction", {"dynamodb:GetItem", "dynamodb:PutItem"}),
     ],
 )

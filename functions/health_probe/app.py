@@ -1,0 +1,46 @@
+"""Scheduled health probe (every minute, both regions): both risk windows, the roles, a stale primary.
+
+A thin adapter over :mod:`brokersync.health`: it measures, emits the figures as metrics
+(what it cannot measure is left out, so the alarms read it as breaching) and returns the
+whole report, which is also logged for Logs Insights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.config import runtime_topology
+from brokersync.health import HealthProbe, emit
+from brokersync.runtime import broker_connector, broker_control, ledger_from_env, role_region_from_env, role_store
+from brokersync.snapshot.browser import oldest_timestamp_ms
+
+logger = Logger()
+metrics = Metrics()
+
+TOPOLOGY = runtime_topology()
+CONTROL = broker_control(TOPOLOGY)
+PROBE = HealthProbe(
+    role_store(),
+    TOPOLOGY,
+    ledger_from_env(),
+    statistics=lambda broker: StatisticsClient(broker_connector(broker)),
+    oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(broker_connector(broker), queue),
+    region=role_region_from_env(),
+    configuration=lambda name: CONTROL.current_document(name)[2],
+)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report = PROBE.probe()
+    emit(report, metrics)
+    if report.unmeasured or report.stale_primaries:
+        logger.warning("health probe", report=report.as_dict())
+    else:
+        logger.info("health probe", report=report.as_dict())
+    return report.as_dict()

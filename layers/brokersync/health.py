@@ -1,0 +1,178 @@
+"""The health probe: both risk windows, the roles and a stale primary, measured every minute whatever the load.
+
+The purge reports depths only in rounds that removed nothing, so under load (or with the DR
+region lost) the alarms had no data. The probe is scheduled in each region and measures
+from scratch each time:
+
+* the **loss window** (what a failover now would lose): per copied queue, the copies waiting
+  in the primary's outflow and the age of the oldest, browsed without side effects
+  (CRDR calls the same figure ReplicationLag);
+* the **duplicate window** (what a failover now would duplicate): per synced queue, the whole
+  pending purge up to a cap and the age of the oldest pending key, read from the ledger
+  without writing to it;
+* the roles and their epoch as this region reads them, and whether sync runs;
+* a **stale primary**: a broker in this region that the role record calls DR while its
+  current configuration still copies to the peer (an old primary back from an outage).
+
+A figure the probe cannot measure is left out, not sent as zero, so an alarm that treats
+missing data as breaching fires: silence means broken.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.exceptions import BrokerSyncError
+from brokersync.ledger.base import LedgerStore
+from brokersync.metrics import MetricsSink
+from brokersync.render.inspect import runs_primary_configuration
+from brokersync.roles import RoleStore, apply_roles, roles_here
+from brokersync.topology import Broker, Queue, Topology
+
+logger = logging.getLogger(__name__)
+
+#: Metric names the probe emits; the template's alarms are tested against these.
+LOSS_WINDOW_SECONDS = "LossWindowSeconds"
+COPY_BACKLOG_TOTAL = "CopyBacklogTotal"
+DUPLICATE_WINDOW_SECONDS = "DuplicateWindowSeconds"
+PENDING_PURGE_TOTAL = "PendingPurgeTotal"
+ROLE_EPOCH = "RoleEpoch"
+SYNC_RUNNING = "SyncRunning"
+STALE_PRIMARY = "StalePrimary"
+#: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
+PENDING_CAP = 100_000
+
+
+@dataclass
+class QueueHealth:
+    queue: str
+    copy_backlog: int | None = None
+    loss_window_s: float | None = None
+    pending_purge: int | None = None
+    pending_capped: bool = False
+    duplicate_window_s: float | None = None
+
+
+@dataclass
+class HealthReport:
+    region: str | None
+    epoch: int
+    primary: str
+    dr: str
+    sync_running: bool
+    roles_here: list[str]
+    queues: dict[str, QueueHealth] = field(default_factory=dict)
+    #: Brokers in this region the record calls DR that run the primary configuration.
+    stale_primaries: list[str] = field(default_factory=list)
+    #: What could not be measured, and why.
+    unmeasured: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class HealthProbe:
+    def __init__(
+        self,
+        roles: RoleStore,
+        topology: Topology,
+        ledger: LedgerStore,
+        statistics: Callable[[Broker], StatisticsClient],
+        oldest_timestamp_ms: Callable[[Broker, Queue], int | None],
+        region: str | None,
+        *,
+        configuration: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.roles = roles
+        self.topology = topology
+        self.ledger = ledger
+        self.statistics = statistics
+        self.oldest_timestamp_ms = oldest_timestamp_ms
+        self.region = region
+        self.configuration = configuration
+        self.clock = clock
+
+    def probe(self) -> HealthReport:
+        assignment = self.roles.assignment(self.topology)
+        now = apply_roles(self.topology, assignment)
+        report = HealthReport(
+            region=self.region,
+            epoch=assignment.epoch,
+            primary=now.primary.name,
+            dr=now.dr.name,
+            sync_running=assignment.sync_running,
+            roles_here=sorted(roles_here(now, self.region)),
+            queues={q.name: QueueHealth(q.name) for q in now.queues},
+        )
+        self._loss_window(now, report)
+        self._duplicate_window(now, report)
+        self._stale_primary(now, report)
+        return report
+
+    def _loss_window(self, topology: Topology, report: HealthReport) -> None:
+        outflows = {topology.dr_name(q): q for q in topology.queues}
+        try:
+            stats = self.statistics(topology.primary).queue_stats(list(outflows))
+            now_ms = int(self.clock() * 1000)
+            for outflow, queue in outflows.items():
+                health = report.queues[queue.name]
+                size = stats[outflow].size if outflow in stats else 0
+                health.copy_backlog = size
+                if size == 0:
+                    health.loss_window_s = 0.0
+                    continue
+                oldest = self.oldest_timestamp_ms(topology.primary, queue.model_copy(update={"name": outflow}))
+                health.loss_window_s = max(0.0, (now_ms - oldest) / 1000) if oldest else 0.0
+        except BrokerSyncError as e:
+            report.unmeasured["lossWindow"] = f"primary {topology.primary.name}: {e}"
+
+    def _duplicate_window(self, topology: Topology, report: HealthReport) -> None:
+        # Outside the DR region a read must not tidy the ledger (a marks write there would race
+        # the purge's across regions), hence read_only.
+        read_only = "dr" not in roles_here(topology, self.region)
+        now_ms = int(self.clock() * 1000)
+        for queue in (q for q in topology.queues if q.captures_consumed):
+            try:
+                pending = self.ledger.pending(queue.name, limit=PENDING_CAP, read_only=read_only)
+            except BrokerSyncError as e:
+                report.unmeasured[f"duplicateWindow:{queue.name}"] = str(e)
+                continue
+            health = report.queues[queue.name]
+            health.pending_purge = len(pending)
+            health.pending_capped = len(pending) >= PENDING_CAP
+            oldest = min((p.consumed_at_ms for p in pending), default=None)
+            health.duplicate_window_s = max(0.0, (now_ms - oldest) / 1000) if oldest is not None else 0.0
+
+    def _stale_primary(self, topology: Topology, report: HealthReport) -> None:
+        if self.configuration is None:
+            return
+        dr = topology.dr
+        if dr.region and self.region and dr.region != self.region:
+            return  # each region looks at its own broker
+        try:
+            if runs_primary_configuration(self.configuration(dr.name)):
+                report.stale_primaries.append(dr.name)
+        except (BrokerSyncError, KeyError) as e:
+            report.unmeasured["stalePrimary"] = f"{dr.name}: {e}"
+
+
+def emit(report: HealthReport, metrics: MetricsSink) -> None:
+    """The pair's figures as metrics; what was not measured is left out (alarms read it as breaching)."""
+    metrics.add_metric(ROLE_EPOCH, "Count", report.epoch)
+    metrics.add_metric(SYNC_RUNNING, "Count", 1 if report.sync_running else 0)
+    metrics.add_metric(STALE_PRIMARY, "Count", len(report.stale_primaries))
+    if "lossWindow" not in report.unmeasured:
+        metrics.add_metric(COPY_BACKLOG_TOTAL, "Count", sum(q.copy_backlog or 0 for q in report.queues.values()))
+        metrics.add_metric(
+            LOSS_WINDOW_SECONDS, "Seconds", max((q.loss_window_s or 0.0) for q in report.queues.values())
+        )
+    synced = [q for q in report.queues.values() if q.pending_purge is not None]
+    if synced and not any(k.startswith("duplicateWindow") for k in report.unmeasured):
+        metrics.add_metric(PENDING_PURGE_TOTAL, "Count", sum(q.pending_purge or 0 for q in synced))
+        metrics.add_metric(DUPLICATE_WINDOW_SECONDS, "Seconds", max((q.duplicate_window_s or 0.0) for q in synced))

@@ -1,0 +1,156 @@
+"""The health probe: both risk windows whatever the load, the roles, a stale primary, and silence when blind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ulid import ULID
+
+from brokersync.broker.statistics import QueueStats
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.health import (
+    DUPLICATE_WINDOW_SECONDS,
+    LOSS_WINDOW_SECONDS,
+    PENDING_PURGE_TOTAL,
+    STALE_PRIMARY,
+    HealthProbe,
+    emit,
+)
+from brokersync.ledger import LedgerEntry, memory_ledger
+from brokersync.ledger.control import ControlRecords
+from brokersync.metrics import RecordingMetrics
+from brokersync.render import render_configuration
+from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.topology import Broker, Queue, Topology, load_topology
+
+NOW = 1_795_340_000.0
+
+
+class Outflows:
+    def __init__(self, sizes: dict[str, int], reachable: bool = True) -> None:
+        self.sizes = sizes
+        self.reachable = reachable
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        if not self.reachable:
+            raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
+        return {n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, 1, "ID:p", "p") for n in names}
+
+
+@pytest.fixture
+def topology(topology_path: Path) -> Topology:
+    return load_topology(topology_path)
+
+
+def _probe(
+    topology: Topology,
+    records: ControlRecords,
+    outflows: Outflows,
+    *,
+    region: str | None = "us-west-2",
+    documents: dict[str, str] | None = None,
+    oldest_ms: int | None = int(NOW * 1000) - 42_000,
+) -> tuple[HealthProbe, object]:
+    ledger = memory_ledger(clock=lambda: NOW)
+
+    def oldest(_broker: Broker, _queue: Queue) -> int | None:
+        return oldest_ms
+
+    probe = HealthProbe(
+        RoleStore(records),
+        topology,
+        ledger,
+        lambda _broker: outflows,  # type: ignore[arg-type,return-value]
+        oldest,
+        region,
+        configuration=(documents or {}).__getitem__ if documents is not None else None,
+        clock=lambda: NOW,
+    )
+    return probe, ledger
+
+
+def test_the_loss_window_is_the_age_of_the_oldest_copy_still_on_the_primary(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({"ORDERS.DR": 3}))
+
+    report = probe.probe()
+
+    assert report.queues["ORDERS"].copy_backlog == 3
+    assert report.queues["ORDERS"].loss_window_s == 42.0
+    assert report.queues["PAYMENTS"].loss_window_s == 0.0
+
+
+def test_the_duplicate_window_counts_every_pending_key_not_one_read_window(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, ledger = _probe(topology, control_records, Outflows({}))
+    consumed_at = int(NOW * 1000) - 90_000
+    entries = [
+        LedgerEntry(str(ULID()), consumed_at, f"ID:app-41000-1795340000000-1:1:-1:1:{i + 1}") for i in range(12_000)
+    ]
+    ledger.record("ORDERS", entries)  # type: ignore[attr-defined]
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.queues["ORDERS"].pending_purge == 12_000
+    assert metrics.values[PENDING_PURGE_TOTAL] == [12_000]
+    assert metrics.values[DUPLICATE_WINDOW_SECONDS] == [90.0]
+
+
+def test_a_primary_that_cannot_be_read_leaves_the_loss_window_out_so_the_alarm_breaches(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}, reachable=False))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert "lossWindow" in report.unmeasured
+    assert LOSS_WINDOW_SECONDS not in metrics.values
+    assert DUPLICATE_WINDOW_SECONDS in metrics.values
+
+
+def test_an_old_primary_back_with_its_primary_configuration_is_reported_stale(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    RoleStore(control_records).write(RoleAssignment.initial(topology).swapped("FAILOVER exec-1"))
+    documents = {"orders-use1": render_configuration(topology, "primary")}
+    probe, _ = _probe(topology, control_records, Outflows({}), region="us-east-1", documents=documents)
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.stale_primaries == ["orders-use1"]
+    assert metrics.values[STALE_PRIMARY] == [1]
+
+
+def test_a_dr_broker_running_the_dr_configuration_is_not_stale(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    documents = {"orders-usw2": render_configuration(topology, "dr")}
+    probe, _ = _probe(topology, control_records, Outflows({}), region="us-west-2", documents=documents)
+
+    assert probe.probe().stale_primaries == []
+
+
+def test_outside_the_dr_region_the_probe_reads_the_ledger_without_writing(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, ledger = _probe(topology, control_records, Outflows({}), region="us-east-1")
+    calls: list[bool] = []
+    original = ledger.pending  # type: ignore[attr-defined]
+
+    def spy(queue: str, limit: int = 1000, *, read_only: bool = False) -> list[object]:
+        calls.append(read_only)
+        return original(queue, limit, read_only=read_only)
+
+    ledger.pending = spy  # type: ignore[attr-defined]
+    probe.probe()
+
+    assert calls and all(calls)
