@@ -11,6 +11,8 @@ from scratch each time:
   pending purge up to a cap and the age of the oldest pending key, read from the ledger
   without writing to it;
 * the roles and their epoch as this region reads them, and whether sync runs;
+* whether the bridge is connected: every outflow on the primary has a consumer (the network
+  connector), read from the broker whichever region it is in, so the alarm follows the roles;
 * a **stale primary**: a broker in this region that the role record calls DR while its
   current configuration still copies to the peer (an old primary back from an outage).
 
@@ -44,6 +46,7 @@ PENDING_PURGE_TOTAL = "PendingPurgeTotal"
 ROLE_EPOCH = "RoleEpoch"
 SYNC_RUNNING = "SyncRunning"
 STALE_PRIMARY = "StalePrimary"
+BRIDGE_CONNECTED = "BridgeConnected"
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
 PENDING_CAP = 100_000
 
@@ -67,6 +70,8 @@ class HealthReport:
     sync_running: bool
     roles_here: list[str]
     queues: dict[str, QueueHealth] = field(default_factory=dict)
+    #: Every outflow on the primary has a consumer: the bridge to DR is connected (None: unmeasured).
+    bridge_connected: bool | None = None
     #: Brokers in this region the record calls DR that run the primary configuration.
     stale_primaries: list[str] = field(default_factory=list)
     #: What could not be measured, and why.
@@ -119,6 +124,7 @@ class HealthProbe:
         outflows = {topology.dr_name(q): q for q in topology.queues}
         try:
             stats = self.statistics(topology.primary).queue_stats(list(outflows))
+            report.bridge_connected = all(o in stats and stats[o].consumer_count > 0 for o in outflows)
             now_ms = int(self.clock() * 1000)
             for outflow, queue in outflows.items():
                 health = report.queues[queue.name]
@@ -167,6 +173,8 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     metrics.add_metric(ROLE_EPOCH, "Count", report.epoch)
     metrics.add_metric(SYNC_RUNNING, "Count", 1 if report.sync_running else 0)
     metrics.add_metric(STALE_PRIMARY, "Count", len(report.stale_primaries))
+    if report.bridge_connected is not None:
+        metrics.add_metric(BRIDGE_CONNECTED, "Count", 1 if report.bridge_connected else 0)
     if "lossWindow" not in report.unmeasured:
         metrics.add_metric(COPY_BACKLOG_TOTAL, "Count", sum(q.copy_backlog or 0 for q in report.queues.values()))
         metrics.add_metric(

@@ -10,6 +10,7 @@ from ulid import ULID
 from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
+    BRIDGE_CONNECTED,
     DUPLICATE_WINDOW_SECONDS,
     LOSS_WINDOW_SECONDS,
     PENDING_PURGE_TOTAL,
@@ -28,14 +29,15 @@ NOW = 1_795_340_000.0
 
 
 class Outflows:
-    def __init__(self, sizes: dict[str, int], reachable: bool = True) -> None:
+    def __init__(self, sizes: dict[str, int], reachable: bool = True, bridges: int = 1) -> None:
         self.sizes = sizes
         self.reachable = reachable
+        self.bridges = bridges
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         if not self.reachable:
             raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
-        return {n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, 1, "ID:p", "p") for n in names}
+        return {n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, self.bridges, "ID:p", "p") for n in names}
 
 
 @pytest.fixture
@@ -154,3 +156,15 @@ def test_outside_the_dr_region_the_probe_reads_the_ledger_without_writing(
     probe.probe()
 
     assert calls and all(calls)
+
+
+@pytest.mark.parametrize(("bridges", "connected"), [(1, 1), (0, 0)])
+def test_the_bridge_is_connected_when_every_outflow_on_the_primary_has_a_consumer(
+    topology: Topology, control_records: ControlRecords, bridges: int, connected: int
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}, bridges=bridges))
+    metrics = RecordingMetrics()
+
+    emit(probe.probe(), metrics)
+
+    assert metrics.values[BRIDGE_CONNECTED] == [connected]

@@ -110,6 +110,7 @@ def test_the_issue_alarms_are_all_there(template: dict[str, Any]) -> None:
         ("LossWindowAlarm", "LOSS_WINDOW_SECONDS"),
         ("DuplicateRiskAlarm", "PENDING_PURGE_TOTAL"),
         ("OldestPendingAgeAlarm", "DUPLICATE_WINDOW_SECONDS"),
+        ("NetworkBridgeDownAlarm", "BRIDGE_CONNECTED"),
     ],
 )
 def test_the_risk_alarms_watch_what_the_health_probe_emits_and_read_silence_as_breaching(
@@ -119,6 +120,13 @@ def test_the_risk_alarms_watch_what_the_health_probe_emits_and_read_silence_as_b
 
     assert properties["MetricName"] == getattr(health, metric)
     assert properties["TreatMissingData"] == "breaching"
+
+
+def test_the_broker_alarms_watch_this_regions_broker_in_either_role(template: dict[str, Any]) -> None:
+    alarm = template["Resources"]["RelayStalledAlarm"]
+
+    assert "Condition" not in alarm
+    assert "PrimaryBrokerArn" in json.dumps(alarm) and "DrBrokerArn" in json.dumps(alarm)
 
 
 def test_the_window_alarms_compare_seconds_with_the_rpo_target(template: dict[str, Any]) -> None:
