@@ -19,7 +19,14 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_AUTO_FAILBACK_ARN, runtime_topology
 from brokersync.failover.auto_failback import start_failback_once
 from brokersync.health import HealthProbe, emit
-from brokersync.runtime import broker_connector, broker_control, ledger_from_env, role_region_from_env, role_store
+from brokersync.runtime import (
+    broker_connector,
+    broker_control,
+    ledger_from_env,
+    role_region_from_env,
+    role_store,
+    sync_control,
+)
 from brokersync.snapshot.browser import oldest_timestamp_ms
 
 logger = Logger()
@@ -35,6 +42,7 @@ PROBE = HealthProbe(
     oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(broker_connector(broker), queue),
     region=role_region_from_env(),
     configuration=lambda name: CONTROL.current_document(name)[2],
+    purge_loop_running=sync_control().purge_loop_running,
 )
 AUTO_FAILBACK_ARN = os.environ.get(ENV_AUTO_FAILBACK_ARN) or None
 

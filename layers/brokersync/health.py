@@ -11,6 +11,7 @@ from scratch each time:
   pending purge up to a cap and the age of the oldest pending key, read from the ledger
   without writing to it;
 * the roles and their epoch as this region reads them, and whether sync runs;
+* whether the purge loop runs where it must (in the region holding the DR role);
 * whether the bridge is connected: every outflow on the primary has a consumer (the network
   connector), read from the broker whichever region it is in, so the alarm follows the roles;
 * a **stale primary**: a broker in this region that the role record calls DR while its
@@ -27,6 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
@@ -47,6 +50,8 @@ ROLE_EPOCH = "RoleEpoch"
 SYNC_RUNNING = "SyncRunning"
 STALE_PRIMARY = "StalePrimary"
 BRIDGE_CONNECTED = "BridgeConnected"
+#: 1 unless this region holds the DR role and no purge loop execution runs here.
+PURGE_LOOP_HEALTHY = "PurgeLoopHealthy"
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
 PENDING_CAP = 100_000
 
@@ -72,6 +77,8 @@ class HealthReport:
     queues: dict[str, QueueHealth] = field(default_factory=dict)
     #: Every outflow on the primary has a consumer: the bridge to DR is connected (None: unmeasured).
     bridge_connected: bool | None = None
+    #: This region holds the DR role and its purge loop runs (None: not DR here, or not measured).
+    purge_loop_running: bool | None = None
     #: Brokers in this region the record calls DR that run the primary configuration.
     stale_primaries: list[str] = field(default_factory=list)
     #: What could not be measured, and why.
@@ -92,6 +99,7 @@ class HealthProbe:
         region: str | None,
         *,
         configuration: Callable[[str], str] | None = None,
+        purge_loop_running: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.roles = roles
@@ -101,6 +109,7 @@ class HealthProbe:
         self.oldest_timestamp_ms = oldest_timestamp_ms
         self.region = region
         self.configuration = configuration
+        self.purge_loop_running = purge_loop_running
         self.clock = clock
 
     def probe(self) -> HealthReport:
@@ -118,7 +127,16 @@ class HealthProbe:
         self._loss_window(now, report)
         self._duplicate_window(now, report)
         self._stale_primary(now, report)
+        self._purge_loop(now, report)
         return report
+
+    def _purge_loop(self, topology: Topology, report: HealthReport) -> None:
+        if self.purge_loop_running is None or "dr" not in roles_here(topology, self.region):
+            return
+        try:
+            report.purge_loop_running = self.purge_loop_running()
+        except (BrokerSyncError, BotoCoreError, ClientError) as e:
+            report.unmeasured["purgeLoop"] = str(e)
 
     def _loss_window(self, topology: Topology, report: HealthReport) -> None:
         outflows = {topology.dr_name(q): q for q in topology.queues}
@@ -173,6 +191,8 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     metrics.add_metric(ROLE_EPOCH, "Count", report.epoch)
     metrics.add_metric(SYNC_RUNNING, "Count", 1 if report.sync_running else 0)
     metrics.add_metric(STALE_PRIMARY, "Count", len(report.stale_primaries))
+    if "purgeLoop" not in report.unmeasured:
+        metrics.add_metric(PURGE_LOOP_HEALTHY, "Count", 0 if report.purge_loop_running is False else 1)
     if report.bridge_connected is not None:
         metrics.add_metric(BRIDGE_CONNECTED, "Count", 1 if report.bridge_connected else 0)
     if "lossWindow" not in report.unmeasured:

@@ -85,7 +85,14 @@ def _function_environment(template: dict[str, Any], logical_id: str, extra: dict
     return variables
 
 
-def local_env_vars(endpoint: str, broker_ids: dict[str, str] | None = None) -> dict[str, Any]:
+def local_machine_arn(region: str, logical_id: str) -> str:
+    """A state machine's ARN in the local world (known before it exists, as ``!Sub`` builds one)."""
+    return f"arn:aws:states:{region}:123456789012:stateMachine:brokersync-{logical_id}"
+
+
+def local_env_vars(
+    endpoint: str, broker_ids: dict[str, str] | None = None, region: str = "us-west-2"
+) -> dict[str, Any]:
     """The local world's ``--env-vars`` file: every AWS call goes to moto, every name is the local one."""
     return {
         "Parameters": {
@@ -108,6 +115,10 @@ def local_env_vars(endpoint: str, broker_ids: dict[str, str] | None = None) -> d
         },
         "SnapshotQueuesFunction": {"BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET},
         "RepairLedgerFunction": {"BROKERSYNC_SNAPSHOT_BUCKET": AUDIT_BUCKET},
+        "HealthProbeFunction": {
+            "BROKERSYNC_PURGE_LOOP_ARN": local_machine_arn(region, "PurgeLoopStateMachine"),
+            "BROKERSYNC_AUTO_FAILBACK_ARN": "",
+        },
     }
 
 
@@ -147,7 +158,7 @@ def deploy(
         Name=TOPOLOGY_PARAMETER, Value=topology_file.read_text(encoding="utf-8"), Type="String", Overwrite=True
     )
     role_arn = _role(clients["iam"])
-    env_vars = local_env_vars(endpoint, broker_ids)
+    env_vars = local_env_vars(endpoint, broker_ids, region)
     (state_dir / SAM_ENV_VARS).write_text(json.dumps(env_vars, indent=2) + "\n")
     # The functions run in moto's process with the same local names the env-vars file gives a built
     # function, plus what Lambda itself would set and the topology file.
@@ -165,10 +176,7 @@ def deploy(
     }
     machines = state_machines(template)
     # State machine ARNs are known before they exist (as ``!Sub`` builds them in the template).
-    machine_arns = {
-        logical_id: f"arn:aws:states:{region}:123456789012:stateMachine:brokersync-{logical_id}"
-        for logical_id in machines
-    }
+    machine_arns = {logical_id: local_machine_arn(region, logical_id) for logical_id in machines}
     base_environment["BROKERSYNC_PURGE_LOOP_ARN"] = machine_arns.get("PurgeLoopStateMachine", "")
     arns: dict[str, str] = {}
     for logical_id in sorted(called_functions(template)):

@@ -83,6 +83,11 @@ class SyncControl:
             e for e in self._running_loops(sfn, arn) if sfn.describe_execution(executionArn=e)["status"] == "RUNNING"
         ]
 
+    def purge_loop_running(self) -> bool:
+        """Does an execution of this region's purge loop run (confirmed, not only listed)?"""
+        arn = self.switches.purge_loop_arn
+        return bool(arn) and bool(self._loops_still_running(self.sfn, arn))  # type: ignore[arg-type]
+
     def stop(self, cause: str) -> dict[str, Any]:
         if self.switches.relay_rule:
             self.events.disable_rule(Name=self.switches.relay_rule)
