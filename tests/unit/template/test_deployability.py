@@ -36,10 +36,10 @@ def template(project_root: Path) -> dict[str, Any]:
 
 
 def _stacks(project_root: Path) -> list[dict[str, str]]:
-    """The two samconfig.toml environments, and a second pair in the same account and regions."""
+    """The samconfig.toml environments, and a second pair in the same account and regions."""
     config = tomllib.loads((project_root / "samconfig.toml").read_text())
     stacks = []
-    for environment in ("primary", "dr"):
+    for environment in ("primary", "dr", "single-region"):
         parameters = config[environment]["deploy"]["parameters"]
         overrides = dict(item.split("=", 1) for item in parameters["parameter_overrides"].split())
         stacks.append({**overrides, "AWS::StackName": parameters["stack_name"], "AWS::Region": parameters["region"]})
@@ -60,6 +60,8 @@ def _names(template: dict[str, Any], stack: dict[str, str], kinds: dict[str, str
             if condition == "IsPrimary" and stack["Role"] != "primary":
                 continue
             if condition == "IsDr" and stack["Role"] != "dr":
+                continue
+            if condition == "IsSingleRegion" and stack["PeerRegion"] != stack["AWS::Region"]:
                 continue
             names.add((resource["Type"], resolve(resource["Properties"][prop], _no_get_att, refs)))
     return names

@@ -199,12 +199,13 @@ def test_the_purge_loop_has_the_same_name_in_both_regions_so_a_failover_can_star
     assert name == {"Fn::Sub": "brokersync-${PairName}-purge-loop"}
 
 
-def test_the_ledger_keeps_point_in_time_recovery_for_exports_in_both_replicas(template: dict[str, Any]) -> None:
+def test_the_ledger_keeps_point_in_time_recovery_for_exports_in_every_replica(template: dict[str, Any]) -> None:
     ledger = template["Resources"]["Ledger"]
 
     assert ledger["DeletionPolicy"] == "Retain"
     assert ledger["Properties"]["SSESpecification"]["SSEEnabled"] is True
-    for replica in ledger["Properties"]["Replicas"]:
+    _, one_region, two_regions = ledger["Properties"]["Replicas"]["Fn::If"]
+    for replica in one_region + two_regions:
         assert replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
 
 
@@ -219,7 +220,7 @@ def _overrides(environment: dict[str, Any]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in text.split())
 
 
-@pytest.mark.parametrize(("environment", "role"), [("primary", "primary"), ("dr", "dr")])
+@pytest.mark.parametrize(("environment", "role"), [("primary", "primary"), ("dr", "dr"), ("single-region", "primary")])
 def test_samconfig_environment_sets_every_required_parameter(
     template: dict[str, Any], project_root: Path, environment: str, role: str
 ) -> None:
@@ -242,6 +243,22 @@ def test_the_two_samconfig_environments_deploy_to_each_others_peer_region(projec
 
     assert _overrides(config["primary"])["PeerRegion"] == dr["region"]
     assert _overrides(config["dr"])["PeerRegion"] == primary["region"]
+
+
+def test_a_pair_in_one_region_is_one_stack_with_one_ledger_replica_reading_both_brokers_receipts(
+    template: dict[str, Any], project_root: Path
+) -> None:
+    config = tomllib.loads((project_root / "samconfig.toml").read_text())
+    single = config["single-region"]["deploy"]["parameters"]
+    overrides = _overrides(config["single-region"])
+    replicas = template["Resources"]["Ledger"]["Properties"]["Replicas"]["Fn::If"]
+    peer_mapping = template["Resources"]["ReceiptsFromDrBroker"]
+
+    assert overrides["PeerRegion"] == single["region"]
+    assert all(f":mq:{single['region']}:" in overrides[n] for n in ("PrimaryBrokerArn", "DrBrokerArn"))
+    assert replicas[0] == "IsSingleRegion" and len(replicas[1]) == 1 and len(replicas[2]) == 2
+    assert peer_mapping["Condition"] == "IsSingleRegion"
+    assert peer_mapping["Properties"]["EventSourceArn"] == {"Ref": "DrBrokerArn"}
 
 
 def test_the_glue_job_runs_the_same_script_on_glue_5_1_which_is_spark_3_5_6(
