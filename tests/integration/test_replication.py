@@ -21,6 +21,7 @@ import pytest
 from brokersync.failover.errors import TransitionConflictError
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
+from brokersync.role_gate import RoleGate
 from brokersync.roles import RoleStore
 from brokersync.topology import load_topology
 from brokersync_local.moto_server import MotoServer
@@ -156,3 +157,31 @@ def test_failovers_started_in_both_regions_from_one_epoch_each_win_locally_then_
     assert west.read().reason == "FAILOVER exec-west"  # type: ignore[union-attr]
     with pytest.raises(TransitionConflictError, match="exec-west"):
         east.write(seen_east.swapped("FAILOVER exec-east").next("FAILOVER exec-east: start sync"))
+
+
+def _standing(regions: TwoRegions, region: str, role: str, topology: Any) -> RoleGate:
+    return RoleGate(regions.roles(region), topology, role, region, poll_s=0.1)  # type: ignore[arg-type]
+
+
+def test_both_regions_loops_follow_a_stop_of_sync_and_a_failover_within_the_lag(
+    regions: TwoRegions, topology_path: Path
+) -> None:
+    """The relay gate of each region reads its own replica: a StopSync written in one region
+    idles both regions' loops once replicated, and after a failover exactly one region relays."""
+    topology = load_topology(topology_path)
+    east_relay, west_relay = (_standing(regions, r, "primary", topology) for r in ("us-east-1", "us-west-2"))
+    west = regions.roles("us-west-2")
+    base = west.assignment(topology)
+    east_was_relaying = east_relay.standing().acting
+
+    stopped = west.write(base.next("SWITCHOVER exec-s: stop sync", sync_running=False))
+    assert _within(10, lambda: not east_relay.standing().acting)
+    west.write(stopped.swapped("SWITCHOVER exec-s"))
+    swapped = west.read()
+    west.write(swapped.next("SWITCHOVER exec-s: start sync", sync_running=True))  # type: ignore[union-attr]
+
+    assert _within(10, lambda: regions.roles("us-east-1").read().epoch == west.read().epoch)  # type: ignore[union-attr]
+    relaying = {r for r, gate in (("us-east-1", east_relay), ("us-west-2", west_relay)) if gate.standing().acting}
+    new_primary = west.read().primary  # type: ignore[union-attr]
+    expected = {"us-west-2"} if new_primary == "orders-usw2" else {"us-east-1"}
+    assert relaying == expected, (east_was_relaying, new_primary)
