@@ -89,15 +89,18 @@ class RoleAssignment:
 
 
 def apply_roles(topology: Topology, assignment: RoleAssignment | None) -> Topology:
-    """The topology with roles as ``assignment`` says (as written when there is none)."""
-    if assignment is None or assignment.primary == topology.primary.name:
+    """The topology with roles as ``assignment`` says (as written when there is none).
+
+    The record's primary decides; the DR broker is whichever other broker the topology names.
+    So a pair re-paired with a broker in a third region (the lost broker's entry replaced in
+    the topology) keeps its roles until the next transition writes the new name.
+    """
+    if assignment is None:
         return topology
     names = {b.name for b in topology.brokers}
-    if {assignment.primary, assignment.dr} != names:
-        raise RoleAssignmentError(
-            f"role record names {assignment.primary!r}/{assignment.dr!r}, topology has {sorted(names)}"
-        )
-    return topology.swapped()
+    if assignment.primary not in names:
+        raise RoleAssignmentError(f"role record names {assignment.primary!r} primary, topology has {sorted(names)}")
+    return topology if topology.primary.name == assignment.primary else topology.swapped()
 
 
 def roles_here(topology: Topology, region: str | None) -> set[Role]:

@@ -114,3 +114,16 @@ def test_a_write_planned_from_another_regions_claim_of_the_same_epoch_is_refused
     with pytest.raises(TransitionConflictError, match="exec-west"):
         store.write(lost_race.next("FAILOVER exec-east: start sync"))
     store.write(store.assignment(topology).next("FAILOVER exec-west: start sync"))
+
+
+def test_a_pair_re_paired_with_a_third_region_keeps_the_surviving_primary(topology: Topology) -> None:
+    """After a failover whose old region is gone for good, the operator replaces the lost broker's
+    entry with one in a third region; the record written by the failover still names the lost one."""
+    lost, survivor = topology.primary, topology.dr
+    third = lost.model_copy(update={"name": "orders-euw1", "region": "eu-west-1", "broker_id": "b-third"})
+    re_paired = topology.model_copy(update={"brokers": [third, survivor]})
+    record = RoleAssignment(primary=survivor.name, dr=lost.name, epoch=3)
+
+    now = apply_roles(re_paired, record)
+
+    assert (now.primary.name, now.dr.name) == ("orders-usw2", "orders-euw1")
