@@ -63,6 +63,8 @@ def _names(template: dict[str, Any], stack: dict[str, str], kinds: dict[str, str
                 continue
             if condition == "IsSingleRegion" and stack["PeerRegion"] != stack["AWS::Region"]:
                 continue
+            if condition == "IsLedgerHome" and stack["Role"] != "primary":
+                continue
             names.add((resource["Type"], resolve(resource["Properties"][prop], _no_get_att, refs)))
     return names
 

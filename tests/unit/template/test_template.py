@@ -152,6 +152,18 @@ def test_the_dashboard_body_is_json_once_cloudformation_substitutes_it(template:
     assert {w["type"] for w in widgets} == {"text", "metric", "alarm"}
 
 
+def test_one_dashboard_per_pair_shows_both_regions_health_probes_side_by_side(template: dict[str, Any]) -> None:
+    dashboard = template["Resources"]["SyncDashboard"]
+    body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"][0]
+
+    assert dashboard["Condition"] == "IsLedgerHome"
+    assert dashboard["Properties"]["DashboardName"] == {"Fn::Sub": "brokersync-${PairName}"}
+    for metric in (health.LOSS_WINDOW_SECONDS, health.DUPLICATE_WINDOW_SECONDS, health.ROLE_EPOCH):
+        rows = re.findall(rf'\["BrokerSync", "{metric}"[^\]]*\]', body)
+        assert {'"region": "${AWS::Region}"' in r for r in rows} == {True, False}, metric
+        assert any('"region": "${PeerRegion}"' in r for r in rows), metric
+
+
 def test_the_roles_live_in_the_ledger_table_both_regions_read_not_in_a_regional_parameter(
     template: dict[str, Any],
 ) -> None:
