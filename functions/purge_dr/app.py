@@ -58,11 +58,14 @@ def _primary_statistics(topology: Topology) -> StatisticsClient | None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     iteration = int(event.get("iteration", 0)) + 1
-    # Not DR here (or sync stopped): wait inside the invocation, as an idle purge does, so
-    # that a standby loop costs no more state transitions than an idle one, and starts
-    # purging within seconds of the record naming this region's broker DR.
-    standing = GATE.wait_to_act(max(0.0, min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)))
+    # Sync stopped (a transition in progress): wait inside the invocation, as an idle purge
+    # does, and start purging within seconds of StartSync.
+    standing = GATE.wait_to_act(
+        max(0.0, min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 10)), while_stopped_only=True
+    )
     if not standing.acting:
+        # Sync stopped (a transition): wait in the loop for it to start again. The DR role
+        # elsewhere: this region's loop ends, so a loop costs only where it purges.
         logger.info("purge on standby", reason=standing.reason, epoch=standing.epoch)
         return {
             "purged": 0,
@@ -72,6 +75,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "idle": True,
             "iteration": iteration,
             "standby": standing.reason,
+            "endLoop": standing.sync_running,
             "epoch": standing.epoch,
         }
     topology = standing.topology  # after a failover the DR broker is the old primary

@@ -37,7 +37,9 @@ MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECO
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     budget = min(MAX_SECONDS, context.get_remaining_time_in_millis() / 1000 - 5)
     started = time.monotonic()
-    standing = GATE.wait_to_act(max(0.0, budget))
+    # Sync stopped (a transition): wait for it to start again. The primary role elsewhere:
+    # return at once (the next minute's schedule looks again), so a standby region costs nothing.
+    standing = GATE.wait_to_act(max(0.0, budget), while_stopped_only=True)
     if not standing.acting:
         logger.info("relay on standby", reason=standing.reason, epoch=standing.epoch)
         return {"captured": 0, "standby": standing.reason, "epoch": standing.epoch}

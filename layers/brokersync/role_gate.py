@@ -87,11 +87,19 @@ class RoleGate:
             return Standing(False, standing.topology, standing.epoch, f"{source} does not play {self.role} now")
         return Standing(True, standing.topology, standing.epoch)
 
-    def wait_to_act(self, seconds: float) -> Standing:
-        """Poll until this region acts in the role or ``seconds`` pass; the last standing read."""
+    def wait_to_act(self, seconds: float, *, while_stopped_only: bool = False) -> Standing:
+        """Poll until this region acts in the role or ``seconds`` pass; the last standing read.
+
+        ``while_stopped_only`` waits only while sync is stopped (a transition that will end
+        soon) and returns at once when the role is another region's.
+        """
         deadline = time.monotonic() + seconds
         standing = self.standing()
-        while not standing.acting and time.monotonic() + self.poll_s < deadline:
+        while (
+            not standing.acting
+            and not (while_stopped_only and standing.sync_running)
+            and time.monotonic() + self.poll_s < deadline
+        ):
             self.sleep(self.poll_s)
             standing = self.standing()
         return standing

@@ -107,3 +107,27 @@ def test_receipts_of_a_broker_known_by_its_local_id_are_matched_through_the_over
 
     assert gate.standing_of("arn:aws:mq:us-east-1:123456789012:broker:x:b-local-1", overrides).acting
     assert not gate.standing_of("arn:aws:mq:us-east-1:123456789012:broker:y:b-local-2", overrides).acting
+
+
+def test_a_loop_whose_role_is_in_the_other_region_does_not_wait(topology: Topology, store: RoleStore) -> None:
+    polls: list[float] = []
+    gate = RoleGate(store, topology, "dr", "us-east-1", poll_s=0.01, sleep=polls.append)
+
+    standing = gate.wait_to_act(5, while_stopped_only=True)
+
+    assert not standing.acting and standing.sync_running
+    assert polls == []
+
+
+def test_a_loop_waits_while_sync_is_stopped(topology: Topology, store: RoleStore) -> None:
+    stopped = store.write(RoleAssignment.initial(topology).next("SWITCHOVER exec-1: stop sync", sync_running=False))
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        store.write(stopped.next("SWITCHOVER exec-1: start sync", sync_running=True))
+
+    gate = RoleGate(store, topology, "dr", "us-west-2", poll_s=0.01, sleep=sleep)
+
+    assert gate.wait_to_act(5, while_stopped_only=True).acting
+    assert len(polls) == 1

@@ -52,9 +52,11 @@ class Usage:
     relay_seconds_per_minute: float = 50.0  # BROKERSYNC_RELAY_MAX_SECONDS on a 1-minute schedule
     purge_seconds_per_invocation: float = 40.0  # BROKERSYNC_PURGE_MAX_SECONDS, looping through idle rounds
     transitions_per_purge_invocation: float = 2.0  # Purge task + EnoughIterations choice
-    custom_metrics: int = 16  # EMF metric names (service dimension), both regions
-    alarm_metrics: int = 27  # metrics in the alarms of both stacks (metric-math alarms count each)
-    dashboards: int = 2
+    #: The health probe, every minute in both regions (brokersync.health): seconds per run.
+    probe_seconds_per_run: float = 2.0
+    custom_metrics: int = 34  # EMF metric names (service dimension) per region, both regions: 16 + 9 probe x 2
+    alarm_metrics: int = 31  # metrics in the alarms of both stacks (metric-math alarms count each)
+    dashboards: int = 1  # one per pair
     secrets: int = 4  # two broker secrets, each replicated to the other region
     reconcile_runs_per_month: float = 30.0
     glue_dpu_hours_per_run: float = 2 * 10 / 60  # 2 G.1X workers for about 10 minutes
@@ -68,6 +70,7 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
     table_gb = rate * u.retention_days * 86400 * u.ledger_bytes_per_key / 1e9  # one region's replica
     purge_invocations = SECONDS_PER_MONTH / u.purge_seconds_per_invocation
     relay_invocations = SECONDS_PER_MONTH / 60
+    probe_invocations = 2 * SECONDS_PER_MONTH / 60  # both regions, every minute
     writes = thousands * (u.capture_write_units_per_1000 + u.mark_write_units_per_1000) / 1e6
     lines = {
         "ledger_writes": writes * (p.usd_per_million_write_units + p.usd_per_million_replicated_write_units),
@@ -79,7 +82,10 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
         * relay_invocations
         * p.usd_per_gb_second_lambda_arm64,
         "purge_lambda": u.function_gb * SECONDS_PER_MONTH * p.usd_per_gb_second_lambda_arm64,
-        "lambda_requests": (purge_invocations + relay_invocations) / 1e6 * p.usd_per_million_lambda_requests,
+        "probe_lambda": u.function_gb * u.probe_seconds_per_run * probe_invocations * p.usd_per_gb_second_lambda_arm64,
+        "lambda_requests": (purge_invocations + relay_invocations + probe_invocations)
+        / 1e6
+        * p.usd_per_million_lambda_requests,
         "purge_loop_transitions": purge_invocations
         * u.transitions_per_purge_invocation
         / 1000
