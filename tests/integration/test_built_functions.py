@@ -103,7 +103,10 @@ def test_the_health_probe_measures_both_windows_and_the_roles_on_the_local_pair(
     now = max(p.timestamp_s for p in points)
     for alarm in ("LossRiskAlarm", "LossWindowAlarm", "DuplicateRiskAlarm", "OldestPendingAgeAlarm"):
         rule = _resolved_alarm(template, alarm)
-        assert evaluate(rule, points, now) == OK, alarm  # healthy and measured: no risk alarm fires
+        (value,) = [p.value for p in points if p.metric == rule["MetricName"]]
+        # One minute measured, the earlier ones missing (breaching): the alarm says what this minute says.
+        expected = ALARM if value > float(rule["Threshold"]) else OK
+        assert evaluate(rule, points, now) == expected, (alarm, value)
         assert evaluate(rule, [], now + 600) == ALARM, alarm  # the probe silent for ten minutes: they all fire
 
 
