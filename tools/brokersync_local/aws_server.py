@@ -1,68 +1,37 @@
-"""moto's server with Lambda invocations routed to BrokerSync's own handlers, in process.
+"""moto's server with Lambda invocations routed to BrokerSync's own handlers, in warm processes.
 
 Stand-in for Lambda: moto without Docker answers every invoke with a canned payload. This
 launcher replaces that one method (``LambdaSimpleBackend.invoke``, a private moto API: moto
 is pinned in pyproject.toml for this reason) so that a function whose environment names
-``BROKERSYNC_HANDLER=<folder>`` runs ``functions/<folder>/app.py``'s ``lambda_handler``
-inside the server process, with the function's configured environment, and returns its
-JSON result. An exception becomes ``FunctionError: Unhandled`` with Lambda's error payload,
-so Step Functions Retry and Catch see what they would see in AWS. Everything else about
-the state machines (ASL interpretation, waits, retries) is moto's own engine. Amazon MQ
-reboots are routed to the local broker processes (see ``amazon_mq``), and StopExecution
-reports ABORTED at once (see ``stepfunctions_stop``).
+``BROKERSYNC_HANDLER=<folder>`` runs ``functions/<folder>/app.py``'s ``lambda_handler`` in an
+execution environment of its own (:mod:`warm_functions`: a warm process per function and per
+concurrent invocation, never inside this server's process), with the function's configured
+environment, and returns its JSON result. An exception becomes ``FunctionError: Unhandled``
+with Lambda's error payload, so Step Functions Retry and Catch see what they would see in
+AWS. Everything else about the state machines (ASL interpretation, waits, retries) is moto's
+own engine. Amazon MQ reboots are routed to the local broker processes (see ``amazon_mq``),
+and StopExecution reports ABORTED at once (see ``stepfunctions_stop``).
 
 Run as ``python -m brokersync_local.aws_server -H 127.0.0.1 -p PORT`` (MotoServer does).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import atexit
 import json
-import os
 import sys
-import threading
-import traceback
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from brokersync_local import amazon_mq, stepfunctions_stop
+from brokersync_local.warm_functions import ThrottledError, WarmFunctions
 
-FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
-_modules: dict[str, ModuleType] = {}
-_lock = threading.Lock()
-
-
-class _Context:
-    """The Lambda context fields powertools and our handlers read."""
-
-    def __init__(self, name: str, arn: str, memory_mb: int, timeout_s: int) -> None:
-        self.function_name = name
-        self.invoked_function_arn = arn
-        self.memory_limit_in_mb = memory_mb
-        self.aws_request_id = os.urandom(16).hex()
-        self.log_group_name = f"/aws/lambda/{name}"
-        self.log_stream_name = "local"
-        self._deadline_ms = timeout_s * 1000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self._deadline_ms
-
-
-def _handler_module(folder: str, environment: dict[str, str]) -> ModuleType:
-    """Import the handler once per function (its cold start), under the function's environment."""
-    with _lock:
-        if folder not in _modules:
-            os.environ.update(environment)
-            spec = importlib.util.spec_from_file_location(f"local_function_{folder}", FUNCTIONS / folder / "app.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            _modules[folder] = module
-        return _modules[folder]
+#: The functions' logs (their CloudWatch log streams), in the endpoint's working directory.
+_functions = WarmFunctions(Path.cwd() / "functions")
+atexit.register(_functions.close)
 
 
 def _invoke(
@@ -79,18 +48,23 @@ def _invoke(
     if not folder:
         return _original_invoke(self, function_name, qualifier, body, headers, response_headers)
     event = json.loads(body) if body else {}
-    context = _Context(function.function_name, function.function_arn, int(function.memory_size), int(function.timeout))
     try:
-        result = _handler_module(folder, environment).lambda_handler(event, context)
-    except Exception as e:  # reported to the caller exactly as Lambda does
+        answer = _functions.invoke(
+            function.function_arn,
+            function.function_name,
+            folder,
+            environment,
+            float(function.timeout),
+            int(function.memory_size),
+            event,
+        )
+    except ThrottledError as e:
         response_headers["x-amz-function-error"] = "Unhandled"
-        error = {
-            "errorType": type(e).__name__,
-            "errorMessage": str(e),
-            "stackTrace": traceback.format_exception(e),
-        }
-        return json.dumps(error).encode()
-    return json.dumps(result).encode()
+        return json.dumps({"errorType": "TooManyRequestsException", "errorMessage": f"{e}: rate exceeded"}).encode()
+    if "error" in answer:  # reported to the caller exactly as Lambda does
+        response_headers["x-amz-function-error"] = "Unhandled"
+        return json.dumps(answer["error"]).encode()
+    return json.dumps(answer["result"]).encode()
 
 
 _original_invoke = LambdaSimpleBackend.invoke
