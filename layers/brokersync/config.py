@@ -21,6 +21,10 @@ ENV_RELAY_MAX_SECONDS = "BROKERSYNC_RELAY_MAX_SECONDS"
 #: region); ``*`` plays every role, for a world where one stack stands in for both regions.
 ENV_ROLE_REGION = "BROKERSYNC_ROLE_REGION"
 EVERY_REGION = "*"
+#: The pair's other region (the template's PeerRegion). The role record is also read from its
+#: replica, and the higher epoch wins, so a region returning from a partition does not act on
+#: its stale replica while replication catches up.
+ENV_PEER_REGION = "BROKERSYNC_PEER_REGION"
 ENV_CONFIG_BUCKET = "BROKERSYNC_CONFIG_BUCKET"
 #: JSON object of broker name -> Amazon MQ broker id, where ids differ from the topology (locally).
 ENV_BROKER_IDS = "BROKERSYNC_BROKER_IDS"

@@ -14,6 +14,9 @@ themselves, and stopping sync is one write both regions follow.
 from __future__ import annotations
 
 import json
+import logging
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +24,8 @@ from typing import Any
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.control import ControlRecords
 from brokersync.topology import Role, Topology
+
+logger = logging.getLogger(__name__)
 
 #: The control record's name in the ledger table.
 ROLES_RECORD = "roles"
@@ -117,14 +122,41 @@ def roles_here(topology: Topology, region: str | None) -> set[Role]:
     return here
 
 
-class RoleStore:
-    """The role record in the ledger table, shared by both regions."""
+#: After a peer replica could not be read, it is not asked again for this long (it is likely lost).
+PEER_BACKOFF_S = 30.0
 
-    def __init__(self, records: ControlRecords) -> None:
+
+class RoleStore:
+    """The role record in the ledger table, shared by both regions.
+
+    ``peers`` are the other regions' replicas. Replication is asynchronous and stalls while a
+    region is cut off, so a region coming back reads its own replica's old epoch for a while;
+    reading the peers too and taking the highest epoch keeps it from acting in a role it
+    lost meanwhile. A peer that does not answer is skipped (for ``PEER_BACKOFF_S``): while a
+    region is lost the survivor goes by its own replica, as it must.
+    """
+
+    def __init__(
+        self, records: ControlRecords, peers: Sequence[ControlRecords] = (), clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.records = records
+        self.peers = list(peers)
+        self.clock = clock
+        self._skip_until: dict[int, float] = {}
 
     def read(self) -> RoleAssignment | None:
         record = self.records.get(ROLES_RECORD)
+        for index, peer in enumerate(self.peers):
+            if self.clock() < self._skip_until.get(index, 0.0):
+                continue
+            try:
+                theirs = peer.get(ROLES_RECORD)
+            except BrokerSyncError as e:
+                logger.warning("role record: peer replica unreadable, going by this region's: %s", e)
+                self._skip_until[index] = self.clock() + PEER_BACKOFF_S
+                continue
+            if theirs is not None and (record is None or theirs.version > record.version):
+                record = theirs
         if record is None:
             return None
         assignment = RoleAssignment.from_json(json.dumps(record.document))

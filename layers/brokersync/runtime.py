@@ -23,6 +23,7 @@ from brokersync.config import (
     ENV_CONFIG_BUCKET,
     ENV_EVENT_BUS,
     ENV_LEDGER_TABLE,
+    ENV_PEER_REGION,
     ENV_PURGE_LOOP_ARN,
     ENV_RECEIPTS_FUNCTION,
     ENV_RELAY_RULE,
@@ -93,7 +94,16 @@ def broker_connector(broker: Broker) -> StompConnector:
 
 
 def role_store(env: Mapping[str, str] | None = None) -> RoleStore:
-    return RoleStore(control_records(env))
+    """The role record read in this region's replica and in the peer region's (the higher epoch wins)."""
+    env = env if env is not None else os.environ
+    table, region, host = _table_location(env)
+    peer = env.get(ENV_PEER_REGION) or ""
+    peers = (
+        []
+        if not peer or peer in (region, EVERY_REGION)
+        else [ControlRecords(control_model(table, peer, host, peer=True))]
+    )
+    return RoleStore(control_records(env), peers)
 
 
 def sync_control(env: Mapping[str, str] | None = None) -> SyncControl:
@@ -136,7 +146,7 @@ def failover_environment(
     records = control_records(env)
     return FailoverEnvironment(
         topology=topology,
-        roles=RoleStore(records),
+        roles=role_store(env),
         transitions=TransitionStore(records),
         brokers=broker_control(topology, env),
         sync=sync_control(env),

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import boto3
 import pytest
 
 from brokersync.failover.errors import TransitionConflictError
-from brokersync.ledger.control import ControlRecords
+from brokersync.ledger import LedgerUnavailableError
+from brokersync.ledger.control import ControlRecords, control_model
+from brokersync.ledger.schema import create_ledger_table
 from brokersync.roles import ROLES_RECORD, RoleAssignment, RoleAssignmentError, RoleStore, apply_roles, roles_here
 from brokersync.topology import Topology, load_topology
 
@@ -127,3 +130,48 @@ def test_a_pair_re_paired_with_a_third_region_keeps_the_surviving_primary(topolo
     now = apply_roles(re_paired, record)
 
     assert (now.primary.name, now.dr.name) == ("orders-usw2", "orders-euw1")
+
+
+def _records(name: str) -> ControlRecords:
+    """One region's replica of the ledger (a table of its own in the in-process moto)."""
+    table = f"brokersync-{name}-ledger"
+    create_ledger_table(boto3.client("dynamodb"), table, Path(__file__).parents[2] / "template.yaml")
+    return ControlRecords(control_model(table, region="us-west-2"))
+
+
+class _Unreachable:
+    """A peer replica in a lost region."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get(self, name: str) -> None:
+        self.calls += 1
+        raise LedgerUnavailableError("connect timeout")
+
+
+def test_a_region_behind_on_replication_goes_by_the_peers_higher_epoch(topology: Topology, mocked_aws: None) -> None:
+    mine, theirs = _records("mine"), _records("theirs")
+    RoleStore(theirs).write(RoleStore(theirs).assignment(topology).swapped("failover"))
+
+    store = RoleStore(mine, peers=[theirs])
+
+    assert store.read().epoch == 1
+    assert store.current(topology).primary.name == topology.dr.name
+
+
+def test_the_own_replica_wins_when_it_is_ahead_of_the_peer(topology: Topology, mocked_aws: None) -> None:
+    mine, theirs = _records("mine"), _records("theirs")
+    RoleStore(mine).write(RoleStore(mine).assignment(topology).swapped("failover"))
+
+    assert RoleStore(mine, peers=[theirs]).read().epoch == 1
+
+
+def test_an_unreachable_peer_is_skipped_and_not_asked_again_at_once(topology: Topology, mocked_aws: None) -> None:
+    mine, lost = _records("mine"), _Unreachable()
+    RoleStore(mine).write(RoleStore(mine).assignment(topology).swapped("failover"))
+    store = RoleStore(mine, peers=[lost])  # type: ignore[list-item]
+
+    assert store.read().epoch == 1
+    assert store.read().epoch == 1
+    assert lost.calls == 1

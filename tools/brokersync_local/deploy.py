@@ -91,16 +91,19 @@ def local_machine_arn(region: str, logical_id: str) -> str:
 
 
 def local_env_vars(
-    endpoint: str, broker_ids: dict[str, str] | None = None, region: str = "us-west-2"
+    endpoint: str, broker_ids: dict[str, str] | None = None, region: str = "us-west-2", role_region: str = EVERY_REGION
 ) -> dict[str, Any]:
-    """The local world's ``--env-vars`` file: every AWS call goes to moto, every name is the local one."""
+    """The local world's ``--env-vars`` file: every AWS call goes to moto, every name is the local one.
+
+    ``role_region`` is what the template sets to the stack's region; the one-endpoint world keeps
+    ``*`` (its one region plays every role), the two-region world gives each stack its own.
+    """
     return {
         "Parameters": {
             "AWS_ENDPOINT_URL": endpoint,
             "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
             "BROKERSYNC_TOPOLOGY_PARAMETER": TOPOLOGY_PARAMETER,
-            # One moto region stands in for both regions of the pair: its functions play every role.
-            "BROKERSYNC_ROLE_REGION": EVERY_REGION,
+            "BROKERSYNC_ROLE_REGION": role_region,
             "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         },
@@ -130,11 +133,13 @@ def deploy(
     *,
     overrides: dict[str, dict[str, str]] | None = None,
     broker_ids: dict[str, str] | None = None,
+    role_region: str = EVERY_REGION,
 ) -> dict[str, str]:
     """Create table, bucket, relay rule, secrets, functions and state machines; return machine ARNs by logical id.
 
     ``overrides`` sets extra environment per function logical id (e.g. a shorter purge loop);
-    ``broker_ids`` maps broker names to moto's broker ids (see :func:`register_brokers`).
+    ``broker_ids`` maps broker names to moto's broker ids (see :func:`register_brokers`);
+    ``role_region`` is the region whose roles the stack's functions play (``*``: every role).
     """
     template = load_template(TEMPLATE)
     clients = _clients(endpoint, region)
@@ -158,7 +163,7 @@ def deploy(
         Name=TOPOLOGY_PARAMETER, Value=topology_file.read_text(encoding="utf-8"), Type="String", Overwrite=True
     )
     role_arn = _role(clients["iam"])
-    env_vars = local_env_vars(endpoint, broker_ids, region)
+    env_vars = local_env_vars(endpoint, broker_ids, region, role_region)
     (state_dir / SAM_ENV_VARS).write_text(json.dumps(env_vars, indent=2) + "\n")
     # The functions run in moto's process with the same local names the env-vars file gives a built
     # function, plus what Lambda itself would set and the topology file.

@@ -47,8 +47,16 @@ class ControlItem(Model):
     written_at_ms = NumberAttribute(null=True)
 
 
-def control_model(table_name: str, region: str | None = None, host: str | None = None) -> type[ControlItem]:
-    meta = type("Meta", (), {**ControlItem.Meta.__dict__, "table_name": table_name, "region": region, "host": host})
+#: A peer region's replica is read with a short leash: that region may be the one lost, and a
+#: loop in the surviving region must not wait on it.
+PEER_READ = {"connect_timeout_seconds": 1, "read_timeout_seconds": 2, "max_retry_attempts": 0}
+
+
+def control_model(
+    table_name: str, region: str | None = None, host: str | None = None, *, peer: bool = False
+) -> type[ControlItem]:
+    settings = {"table_name": table_name, "region": region, "host": host, **(PEER_READ if peer else {})}
+    meta = type("Meta", (), {**ControlItem.Meta.__dict__, **settings})
     return type("BoundControlItem", (ControlItem,), {"Meta": meta})
 
 
