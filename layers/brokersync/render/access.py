@@ -5,7 +5,14 @@ BrokerSync trusts three things to mean "gone from the primary": an advisory in
 receipt in ``BROKERSYNC.RECEIPTS``, and (for the copy) what arrives through ``Q.DR``. Anyone
 who can send to those can make the purge remove a real, unconsumed message from DR. So:
 
-* both roles render the same entries (a failover swaps configurations, not trust);
+* both roles render the same entries (a failover swaps configurations, not trust), but for
+  one: ``Q.DR`` is writable only on the broker playing DR, where the peer's bridge delivers
+  the copies. On a primary nobody may write it (the composite queue's forward is the broker's
+  own and is not checked), so an old primary that comes back from a lost region still
+  running the primary configuration cannot bounce copies with the new primary: each refuses
+  the other's bridge until the failback makes the old one DR. Without this the copies
+  travel there and back, return with a hop count the bridge never forwards again, and stay
+  stranded in the new primary's outflow;
 * BrokerSync's destinations are writable, readable and administrable only by BrokerSync's
   group and the trusted operator groups (``BROKERSYNC.RECEIPTS`` also writable by the
   receipt groups); application groups get each synced queue, the advisory topics to read,
@@ -88,8 +95,8 @@ def protected_destinations(topology: Topology) -> list[Protected]:
     return protected
 
 
-def grants(topology: Topology) -> list[Grant]:
-    """The entries BrokerSync needs, the same for both roles."""
+def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
+    """The entries BrokerSync needs; ``accepts_copies`` (the DR role) lets the bridge write ``Q.DR``."""
     access = topology.access
     ours = tuple(access.brokersync_groups)
     apps = tuple(access.application_groups)
@@ -105,28 +112,39 @@ def grants(topology: Topology) -> list[Grant]:
     for queue in topology.queues:
         shared = _dedupe(ours, apps)
         entries.append(Grant("queue", queue.name, shared, shared, shared))
-        entries.append(Grant("queue", topology.dr_name(queue), ours, ours, ours))
+        entries.append(Grant("queue", topology.dr_name(queue), ours, ours if accepts_copies else (), ours))
     shared = _dedupe(ours, apps)
     entries += [Grant("queue", p, shared, shared, shared) for p in access.application_queues]
     entries += [Grant("topic", p, shared, shared, shared) for p in access.application_topics]
     return entries
 
 
-def merge_authorization(root: etree._Element, topology: Topology) -> None:
-    """Merge :func:`grants` into the configuration's authorization map, then check it (see module docstring)."""
+def merge_authorization(root: etree._Element, topology: Topology, *, accepts_copies: bool = True) -> None:
+    """Merge :func:`grants` into the configuration's authorization map, then check it (see module docstring).
+
+    A ``Q.DR`` entry's write groups are set, not merged: rendering the primary role over the DR
+    configuration (a failover) must take the bridge's write away again.
+    """
+    copy_queues = {topology.dr_name(q) for q in topology.queues}
     root.set("populateJMSXUserID", "true")
     root.set("useAuthenticatedPrincipalForJMSXUserID", "true")
     entries = container(root, "plugins", "authorizationPlugin", "map", "authorizationMap", "authorizationEntries")
-    for grant in grants(topology):
+    for grant in grants(topology, accepts_copies=accepts_copies):
         existing = next(
             (e for e in entries if e.tag == core("authorizationEntry") and e.get(grant.kind) == grant.pattern), None
         )
         if existing is None:
             existing = element("authorizationEntry", [(grant.kind, grant.pattern)])
             entries.append(existing)
+        exact = grant.kind == "queue" and grant.pattern in copy_queues
         for operation in _OPERATIONS:
             groups = getattr(grant, operation)
-            if groups:
+            if exact and operation == "write":
+                if groups:
+                    existing.set(operation, ",".join(groups))  # in place: the attribute keeps its position
+                else:
+                    existing.attrib.pop(operation, None)
+            elif groups:
                 present = [g.strip() for g in existing.get(operation, "").split(",") if g.strip()]
                 existing.set(operation, ",".join(dict.fromkeys([*present, *groups])))
     authorization_map = entries.getparent()

@@ -60,7 +60,7 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
             if not any(c.tag == core(name) for c in plugins):
                 plugins.append(element(name))
     if topology.access.enforce:
-        merge_authorization(root, topology)
+        merge_authorization(root, topology, accepts_copies=parts.accepts_copies)
     _drop_empty(root)
 
 

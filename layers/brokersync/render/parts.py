@@ -56,6 +56,10 @@ class RoleParts:
     connectors: list[etree._Element] = field(default_factory=list)
     journal: list[tuple[str, str]] = field(default_factory=list)
     plugins: list[str] = field(default_factory=lambda: [STATISTICS_PLUGIN])
+    #: Whether the peer's bridge may write this broker's ``Q.DR`` queues (the DR role only): a
+    #: primary refuses copies, so two brokers that both run the primary role (an old primary
+    #: back from a lost region before its failback) cannot bounce copies between them.
+    accepts_copies: bool = False
 
 
 def _forward(name: str, forward_only: bool, targets: list[tuple[str, str]]) -> etree._Element:
@@ -114,7 +118,7 @@ def primary_parts(topology: Topology) -> RoleParts:
 
 
 def dr_parts(topology: Topology) -> RoleParts:
-    parts = RoleParts()
+    parts = RoleParts(accepts_copies=True)
     tuning = topology.tuning.dr
     for queue in topology.queues:
         parts.destinations.append(queue.name)

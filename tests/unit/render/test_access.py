@@ -32,10 +32,26 @@ def test_brokersync_destinations_are_written_only_by_brokersync_and_operators(to
     doc = etree.fromstring(render_configuration(topology, role).encode())
 
     assert _entry(doc, "queue", "BROKERSYNC.>").get("write") == "brokersync,admins"
-    assert _entry(doc, "queue", "ORDERS.DR").get("write") == "brokersync,admins"
+    assert _entry(doc, "queue", "ORDERS.DR").get("read") == "brokersync,admins"
     assert _entry(doc, "topic", "ActiveMQ.Advisory.>").get("write") == "brokersync,admins"
     assert "users" in _entry(doc, "queue", "ORDERS").get("write")
     assert doc.get("populateJMSXUserID") == "true"
+
+
+def test_only_the_dr_role_lets_the_bridge_write_the_copy_queues(topology: Topology) -> None:
+    dr = etree.fromstring(render_configuration(topology, "dr").encode())
+    primary = etree.fromstring(render_configuration(topology, "primary").encode())
+
+    assert _entry(dr, "queue", "ORDERS.DR").get("write") == "brokersync,admins"
+    assert _entry(primary, "queue", "ORDERS.DR").get("write") is None  # two primaries refuse each other's copies
+
+
+def test_a_failover_rendering_the_primary_over_the_dr_configuration_takes_the_write_away(topology: Topology) -> None:
+    was_dr = render_configuration(topology, "dr")
+
+    doc = etree.fromstring(render_configuration(topology, "primary", base=was_dr).encode())
+
+    assert _entry(doc, "queue", "ORDERS.DR").get("write") is None
 
 
 @pytest.mark.parametrize(
