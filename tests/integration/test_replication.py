@@ -109,6 +109,18 @@ def test_a_write_reaches_the_other_region_after_the_lag_not_at_once(regions: Two
     assert time.monotonic() - written >= LAG_S * 0.8
 
 
+def test_an_item_with_a_binary_attribute_replicates_and_replication_goes_on(regions: TwoRegions) -> None:
+    binary = {**_item("T#binary", "east"), "blob": {"B": b"\x00\xffledger"}}
+    regions.client("us-east-1").put_item(TableName=TABLE, Item=binary)
+    regions.client("us-east-1").put_item(TableName=TABLE, Item=_item("T#after-binary", "east"))
+
+    assert _within(10, lambda: _read(regions, "us-west-2", "T#after-binary") == "east")
+    copied = regions.client("us-west-2").get_item(
+        TableName=TABLE, Key={"pk": {"S": "T#binary"}, "sk": {"S": "current"}}
+    )
+    assert copied["Item"]["blob"]["B"] == b"\x00\xffledger"
+
+
 def test_two_regions_writing_one_item_converge_on_the_later_write(regions: TwoRegions) -> None:
     regions.client("us-east-1").put_item(TableName=TABLE, Item=_item("T#both", "east-first"))
     time.sleep(0.05)

@@ -22,6 +22,7 @@ replicates whole items (``NEW_AND_OLD_IMAGES``), as global tables do.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import signal
@@ -68,8 +69,13 @@ class Change:
     image: dict[str, Any] | None = field(compare=False)
 
 
+def _canonical(value: Any) -> str:
+    """One text per item image; binary attributes (the ledger's ``B`` values) included."""
+    return json.dumps(value, sort_keys=True, default=lambda b: base64.b64encode(bytes(b)).decode())
+
+
 def _key(keys: dict[str, Any]) -> str:
-    return json.dumps(keys, sort_keys=True)
+    return _canonical(keys)
 
 
 def _timestamp(value: Any) -> float:
@@ -180,7 +186,7 @@ class GlobalTableReplication:
             data = record["dynamodb"]
             key = _key(data["Keys"])
             image = data.get("NewImage") if record["eventName"] != "REMOVE" else None
-            written = json.dumps(image, sort_keys=True) if image is not None else None
+            written = _canonical(image) if image is not None else None
             mine = (region.name, key)
             if mine in self.echoes and self.echoes[mine] == written:
                 del self.echoes[mine]  # our own replicated write coming back: not a new change
@@ -202,7 +208,7 @@ class GlobalTableReplication:
             self._unreachable(region, e)
             return False
         self._reachable(region)
-        written = json.dumps(change.image, sort_keys=True) if change.image is not None else None
+        written = _canonical(change.image) if change.image is not None else None
         self.echoes[(region.name, change.key)] = written
         self.versions[(region.name, change.key)] = (change.at, change.origin)
         self.applied += 1
