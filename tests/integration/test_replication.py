@@ -147,6 +147,22 @@ def test_a_paused_region_receives_nothing_and_catches_up_with_its_state_intact(r
     assert _read(regions, "us-west-2", "T#kept") == "west-before"
 
 
+def test_a_backlog_of_versions_delivered_after_a_partition_does_not_bounce_an_older_one_back(
+    regions: TwoRegions,
+) -> None:
+    os.killpg(regions.west.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+    try:
+        for version in ("in-progress", "done"):  # a transition record written twice while west is away
+            regions.client("us-east-1").put_item(TableName=TABLE, Item=_item("T#transition", version))
+            time.sleep(1.1)
+    finally:
+        os.killpg(regions.west.pid, signal.SIGCONT)  # type: ignore[arg-type]
+
+    assert _within(15, lambda: _read(regions, "us-west-2", "T#transition") == "done")
+    time.sleep(LAG_S * 4)
+    assert _read(regions, "us-east-1", "T#transition") == _read(regions, "us-west-2", "T#transition") == "done"
+
+
 def test_failovers_started_in_both_regions_from_one_epoch_each_win_locally_then_one_wins_everywhere(
     regions: TwoRegions, topology_path: Path
 ) -> None:

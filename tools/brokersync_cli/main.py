@@ -105,7 +105,13 @@ def _add_demo_and_drill(sub: Any) -> None:
     drill = sub.add_parser(
         "drill", help="a switchover, failover or failback on a fresh local pair; prints loss, duplicates and RTO"
     )
-    drill.add_argument("--mode", required=True, choices=["switchover", "failover", "failback"])
+    drill.add_argument(
+        "--mode",
+        required=True,
+        choices=["switchover", "failover", "failback", "region-loss"],
+        help="region-loss: the primary's whole region partitioned, failover in the other, the region back and fenced,"
+        " then the failback; on two regions of their own",
+    )
     drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
     drill.add_argument(
         "--duration", type=float, default=30.0, help="seconds of traffic (default 30); at least 5 s follow the switch"

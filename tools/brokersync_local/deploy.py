@@ -43,6 +43,8 @@ AUDIT_BUCKET = "brokersync-audit-local"
 SERVICE_NAME = f"brokersync-{PAIR_NAME}"
 #: ``sam local invoke --env-vars`` file written into the state directory by :func:`deploy`.
 SAM_ENV_VARS = "sam-env-vars.json"
+#: The scheduled health probe's logical id (deployed beside the state machines' functions).
+HEALTH_PROBE = "HealthProbeFunction"
 #: What a function's loop runs for in the local world, so one invocation takes seconds.
 LOCAL_LOOP_SECONDS = "5"
 
@@ -91,12 +93,17 @@ def local_machine_arn(region: str, logical_id: str) -> str:
 
 
 def local_env_vars(
-    endpoint: str, broker_ids: dict[str, str] | None = None, region: str = "us-west-2", role_region: str = EVERY_REGION
+    endpoint: str,
+    broker_ids: dict[str, str] | None = None,
+    region: str = "us-west-2",
+    role_region: str = EVERY_REGION,
+    peer_region: str = "",
 ) -> dict[str, Any]:
     """The local world's ``--env-vars`` file: every AWS call goes to moto, every name is the local one.
 
     ``role_region`` is what the template sets to the stack's region; the one-endpoint world keeps
-    ``*`` (its one region plays every role), the two-region world gives each stack its own.
+    ``*`` (its one region plays every role), the two-region world gives each stack its own and
+    names the other as ``peer_region`` (the template's PeerRegion).
     """
     return {
         "Parameters": {
@@ -104,6 +111,7 @@ def local_env_vars(
             "BROKERSYNC_LEDGER_TABLE": LEDGER_TABLE,
             "BROKERSYNC_TOPOLOGY_PARAMETER": TOPOLOGY_PARAMETER,
             "BROKERSYNC_ROLE_REGION": role_region,
+            "BROKERSYNC_PEER_REGION": peer_region,
             "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         },
@@ -134,6 +142,7 @@ def deploy(
     overrides: dict[str, dict[str, str]] | None = None,
     broker_ids: dict[str, str] | None = None,
     role_region: str = EVERY_REGION,
+    peer_region: str = "",
 ) -> dict[str, str]:
     """Create table, bucket, relay rule, secrets, functions and state machines; return machine ARNs by logical id.
 
@@ -163,7 +172,7 @@ def deploy(
         Name=TOPOLOGY_PARAMETER, Value=topology_file.read_text(encoding="utf-8"), Type="String", Overwrite=True
     )
     role_arn = _role(clients["iam"])
-    env_vars = local_env_vars(endpoint, broker_ids, region, role_region)
+    env_vars = local_env_vars(endpoint, broker_ids, region, role_region, peer_region)
     (state_dir / SAM_ENV_VARS).write_text(json.dumps(env_vars, indent=2) + "\n")
     # The functions run in moto's process with the same local names the env-vars file gives a built
     # function, plus what Lambda itself would set and the topology file.
@@ -184,7 +193,8 @@ def deploy(
     machine_arns = {logical_id: local_machine_arn(region, logical_id) for logical_id in machines}
     base_environment["BROKERSYNC_PURGE_LOOP_ARN"] = machine_arns.get("PurgeLoopStateMachine", "")
     arns: dict[str, str] = {}
-    for logical_id in sorted(called_functions(template)):
+    # The state machines' functions, and the health probe (scheduled in AWS; a drill invokes it).
+    for logical_id in sorted(called_functions(template) | {HEALTH_PROBE}):
         environment = _function_environment(
             template, logical_id, {**base_environment, **(overrides or {}).get(logical_id, {})}
         )

@@ -49,7 +49,7 @@ from brokersync_local.sync import SyncWorkers
 from brokersync_local.sync_worker import aws_environment
 from brokersync_local.world import LocalWorld, WorldPorts
 
-DrillMode = Literal["switchover", "failover", "failback"]
+DrillMode = Literal["switchover", "failover", "failback", "region-loss"]
 #: A drill never shares ports with `brokersync local up` or the test suite's pair.
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
 
@@ -205,11 +205,7 @@ class Drill:
 
         remaining = self.timeline.started + settings.duration - time.time()
         time.sleep(max(settings.min_after_switch_s, remaining))
-        if settings.mode == "failback":
-            started = self.timeline.mark("failback started")
-            result = self._execute("FailbackStateMachine", {})
-            self.facts["failback_s"] = round(self.timeline.mark("failback succeeded") - started, 3)
-            self.facts["failback_result"] = result
+        self._after_switch()
         producer.pause()
         self.timeline.mark("producer stopped")
         self.phase = f"draining {new}, then counting"
@@ -218,6 +214,17 @@ class Drill:
         producer.stop()
         consumer.stop()
         return self._outcome(old, new)
+
+    def _after_switch(self) -> None:
+        """What the mode does once the applications run on the new primary (a failback rejoins the old)."""
+        if self.settings.mode == "failback":
+            self._failback()
+
+    def _failback(self) -> None:
+        started = self.timeline.mark("failback started")
+        result = self._execute("FailbackStateMachine", {})
+        self.facts["failback_s"] = round(self.timeline.mark("failback succeeded") - started, 3)
+        self.facts["failback_result"] = result
 
     def _switch_at(self) -> float:
         settings = self.settings
@@ -309,7 +316,7 @@ class Drill:
         if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
             result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
             result["pending_purge_after"] = pending_after
-        if settings.mode == "failback":
+        if settings.mode in ("failback", "region-loss"):
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         if settings.report:
@@ -331,4 +338,8 @@ def _interrupts_deferred() -> Iterator[None]:
 
 
 def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
+    if settings.mode == "region-loss":  # two regions of their own (brokersync_local.regions)
+        from brokersync_local.region_drill import RegionLossDrill  # noqa: PLC0415 (it subclasses Drill)
+
+        return RegionLossDrill(settings, out).run()
     return Drill(settings, out).run()

@@ -61,6 +61,16 @@ class _Listener(stomp.ConnectionListener):
         self.connected = False
 
 
+def _let_go(connection: stomp.Connection) -> None:
+    """Disconnect without waiting: a broker cut off by a partition never answers the goodbye."""
+
+    def close() -> None:
+        with contextlib.suppress(Exception):
+            connection.disconnect()
+
+    threading.Thread(target=close, name="drill-disconnect", daemon=True).start()
+
+
 class _Client:
     """A thread bound to one broker at a time; ``move_to`` rebinds it, ``pause`` unbinds it."""
 
@@ -134,8 +144,7 @@ class Producer(_Client):
                     sent += 1
                 time.sleep(0.005)
         finally:
-            with contextlib.suppress(Exception):
-                connection.disconnect()
+            _let_go(connection)
 
 
 class Consumer(_Client):
@@ -163,5 +172,4 @@ class Consumer(_Client):
                 with self.log.lock:
                     self.log.consumed.setdefault(key, []).append((broker, time.time()))
         finally:
-            with contextlib.suppress(Exception):
-                connection.disconnect()
+            _let_go(connection)

@@ -154,8 +154,10 @@ class GlobalTableReplication:
         self.outbox: dict[str, list[Change]] = {name: [] for name in self.regions}
         #: (region, item key) -> (timestamp, origin) of the version that region holds.
         self.versions: dict[tuple[str, str], tuple[float, str]] = {}
-        #: (region, item key) -> image we wrote there, to recognise our own write in its stream.
-        self.echoes: dict[tuple[str, str], str | None] = {}
+        #: (region, item key) -> images we wrote there, to recognise our own writes in its stream.
+        #: Every change delivered into a region and not yet seen again in its stream: a backlog
+        #: delivered after a partition holds several versions of one item, each an echo.
+        self.echoes: dict[tuple[str, str], list[str | None]] = {}
         self.applied = 0
         self.dropped_older = 0
 
@@ -188,8 +190,8 @@ class GlobalTableReplication:
             image = data.get("NewImage") if record["eventName"] != "REMOVE" else None
             written = _canonical(image) if image is not None else None
             mine = (region.name, key)
-            if mine in self.echoes and self.echoes[mine] == written:
-                del self.echoes[mine]  # our own replicated write coming back: not a new change
+            if written in self.echoes.get(mine, []):
+                self.echoes[mine].remove(written)  # our own replicated write coming back: not a new change
                 continue
             at = _timestamp(data.get("ApproximateCreationDateTime", self.clock()))
             self.versions[mine] = (at, region.name)
@@ -209,7 +211,7 @@ class GlobalTableReplication:
             return False
         self._reachable(region)
         written = _canonical(change.image) if change.image is not None else None
-        self.echoes[(region.name, change.key)] = written
+        self.echoes.setdefault((region.name, change.key), []).append(written)
         self.versions[(region.name, change.key)] = (change.at, change.origin)
         self.applied += 1
         return True

@@ -49,17 +49,26 @@ class SyncWorkers:
         client = boto3.client("dynamodb", endpoint_url=env["aws"]["endpoint"], region_name=env["aws"]["region"])
         create_ledger_table(client, LEDGER_TABLE, ROOT / "template.yaml")
 
-    def start(self, log: Any = print, only: tuple[str, ...] = WORKERS) -> dict[str, int]:
-        """Start the workers not yet running (``only`` some: a drill runs the real purge loop instead)."""
-        if not self.world.running():
+    def start(
+        self, log: Any = print, only: tuple[str, ...] = WORKERS, role_region: str | None = None
+    ) -> dict[str, int]:
+        """Start the workers not yet running (``only`` some: a drill runs the real purge loop instead).
+
+        ``role_region`` starts the region's own worker (the two-region world runs one relay per
+        region, as each stack has its own scheduled relay); it acts only in that region's roles.
+        """
+        if not self.world.running() and role_region is None:
             raise LocalWorldError("the local world is not running: `brokersync local up` first")
-        self.ensure_ledger()
+        if role_region is None:
+            self.ensure_ledger()
         pids = {name: pid for name, pid in self._pids().items() if self._alive(pid)}
         for worker in only:
-            if worker in pids:
-                log(f"{worker} already running (pid {pids[worker]})")
+            key = f"{worker}-{role_region}" if role_region else worker
+            if key in pids:
+                log(f"{key} already running (pid {pids[key]})")
                 continue
-            log_file = (self.world.state_dir / f"sync-{worker}.log").open("ab")
+            region_args = ["--role-region", role_region] if role_region else []
+            log_file = (self.world.state_dir / f"sync-{key}.log").open("ab")
             process = subprocess.Popen(
                 [
                     sys.executable,
@@ -70,6 +79,7 @@ class SyncWorkers:
                     str(self.topology_path),
                     "--state-dir",
                     str(self.world.state_dir),
+                    *region_args,
                 ],
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
@@ -77,8 +87,8 @@ class SyncWorkers:
                 start_new_session=True,
             )
             log_file.close()
-            pids[worker] = process.pid
-            log(f"started {worker} (pid {process.pid})")
+            pids[key] = process.pid
+            log(f"started {key} (pid {process.pid})")
         self.pid_file.write_text(json.dumps(pids), encoding="utf-8")
         return pids
 

@@ -13,12 +13,15 @@ worker idles while the relay rule is DISABLED (a failover's StopSync disables it
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +39,15 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
-from brokersync.roles import RoleStore
-from brokersync.topology import Topology, load_topology
+from brokersync.role_gate import RoleGate, Standing
+from brokersync.roles import RoleStore, apply_roles, roles_here
+from brokersync.topology import Role, Topology, load_topology
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE
 from brokersync_local.world import localise, ports_from_env
 
 logger = logging.getLogger("brokersync.sync")
+#: How often a working pass re-reads the role record (the functions' gate polls every 2 s).
+GATE_POLL_S = 1.0
 
 
 def aws_environment(endpoint: str, region: str) -> None:
@@ -68,14 +74,28 @@ def _write_status(path: Path, status: dict[str, Any]) -> None:
 
 
 class Switches:
-    """The role record and the relay rule in moto, read once per pass as the functions do."""
+    """The role record and the relay rule in moto, read once per pass as the functions do.
 
-    def __init__(self, base: Topology, env: dict[str, Any]) -> None:
+    ``role_region`` is the region this worker stands in for (the two-region world runs a relay
+    worker per region, as each stack has its scheduled relay): it reads the role record in its
+    own region's replica and in the peer's, and acts only while the primary is in its region.
+    None plays every role (the one-endpoint world).
+    """
+
+    def __init__(self, base: Topology, env: dict[str, Any], role_region: str | None = None) -> None:
         self.base = base
-        self.roles = RoleStore(
-            ControlRecords(control_model(LEDGER_TABLE, env["aws"]["region"], env["aws"]["endpoint"]))
-        )
-        self.events = boto3.client("events")
+        self.role_region = role_region
+        region, endpoint = role_region or env["aws"]["region"], env["aws"]["endpoint"]
+        peers = [
+            ControlRecords(control_model(LEDGER_TABLE, other, endpoint, peer=True))
+            for other in env.get("regions", {})
+            if role_region and other != role_region
+        ]
+        self.roles = RoleStore(ControlRecords(control_model(LEDGER_TABLE, region, endpoint)), peers)
+        self.events = boto3.client("events", region_name=region)
+
+    def acts_here(self, topology: Topology, role: Role) -> bool:
+        return role in roles_here(topology, self.role_region)
 
     def topology(self) -> Topology:
         return self.roles.current(self.base)
@@ -92,15 +112,31 @@ class Switches:
         return rule_enabled and self.sync_running()
 
 
-def run_relay(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: Path, stop: threading.Event) -> None:
-    switches = Switches(base, env)
+def _record_pass(passes: Path | None, start: float, epoch: int) -> None:
+    """One line per pass that acted: when, and under which role epoch (a drill checks no two regions overlap)."""
+    if passes is not None:
+        with passes.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"start": start, "end": time.time(), "epoch": epoch}) + "\n")
+
+
+def run_relay(
+    base: Topology,
+    ledger: Ledger,
+    env: dict[str, Any],
+    status_file: Path,
+    stop: threading.Event,
+    role_region: str | None = None,
+    passes: Path | None = None,
+) -> None:
+    switches = Switches(base, env, role_region)
     metrics = RecordingMetrics()
     totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}, "enabled": True}
     audits: dict[str, CaptureAudit] = {}
     while not stop.is_set():
         try:
-            totals["enabled"] = switches.relay_enabled()
-            topology = switches.topology()
+            assignment = switches.roles.assignment(base)
+            topology = apply_roles(base, assignment)
+            totals["enabled"] = switches.relay_enabled() and switches.acts_here(topology, "primary")
         except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the relay switches, retrying: %s", e)
             stop.wait(1.0)
@@ -119,21 +155,49 @@ def run_relay(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: 
                 metrics=metrics,
             )
         audit = audits[topology.primary.name]
-        try:
-            relay = AdvisoryRelay(
-                primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
-            )
-            report = relay.run(max_seconds=2, stop=stop)
-            totals["captured"] += report.captured
-            totals["parked"] += report.parked_total
-            for queue, count in report.captured_by_queue.items():
-                totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
-            audit.check()
-            totals["lost"] = int(metrics.total("AdvisoriesLost"))
-        except BrokerSyncError as e:
-            logger.warning("relay pass failed, retrying: %s", e)
+        started = time.time()
+        failed = False
+        # As the relay function does: a new epoch anywhere ends the pass within the gate's poll,
+        # also for a pass thawed after its region was partitioned.
+        gate = RoleGate(switches.roles, base, "primary", role_region, poll_s=GATE_POLL_S)
+        with gate.watch(Standing(True, topology, assignment.epoch)) as moved, _either(stop, moved) as pass_stop:
+            try:
+                relay = AdvisoryRelay(
+                    primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
+                )
+                report = relay.run(max_seconds=2, stop=pass_stop)
+                totals["captured"] += report.captured
+                totals["parked"] += report.parked_total
+                for queue, count in report.captured_by_queue.items():
+                    totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
+                audit.check()
+                totals["lost"] = int(metrics.total("AdvisoriesLost"))
+            except BrokerSyncError as e:
+                logger.warning("relay pass failed, retrying: %s", e)
+                failed = True
+        _record_pass(passes, started, assignment.epoch)
+        if failed:
             stop.wait(1.0)
         _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+
+
+@contextlib.contextmanager
+def _either(*events: threading.Event) -> Iterator[threading.Event]:
+    """An event set as soon as any of ``events`` is."""
+    either, done = threading.Event(), threading.Event()
+
+    def follow() -> None:
+        while not done.is_set() and not any(e.is_set() for e in events):
+            done.wait(0.1)
+        either.set()
+
+    follower = threading.Thread(target=follow, name="either", daemon=True)
+    follower.start()
+    try:
+        yield either
+    finally:
+        done.set()
+        follower.join(timeout=1)
 
 
 def _purge_service(topology: Topology, ledger: Ledger) -> PurgeService:
@@ -184,17 +248,25 @@ def main() -> int:
     parser.add_argument("worker", choices=["relay", "purge"])
     parser.add_argument("--topology", required=True)
     parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--role-region", help="act only in the roles whose brokers are in this region")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack into the worker's log
     state_dir = Path(args.state_dir)
     env = json.loads((state_dir / "env.json").read_text())
     topology = localise(load_topology(args.topology), ports_from_env(env))
+    if args.role_region:
+        env = {**env, "aws": {**env["aws"], "region": args.role_region}}
     ledger = local_ledger(env)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    worker = run_relay if args.worker == "relay" else run_purge
-    worker(topology, ledger, env, state_dir / f"sync-{args.worker}.json", stop)
+    suffix = f"-{args.role_region}" if args.role_region else ""
+    status = state_dir / f"sync-{args.worker}{suffix}.json"
+    if args.worker == "relay":
+        run_relay(topology, ledger, env, status, stop, args.role_region, state_dir / f"passes-relay{suffix}.jsonl")
+    else:
+        run_purge(topology, ledger, env, status, stop)
     return 0
 
 

@@ -1,0 +1,61 @@
+"""The primary's whole region lost and back, on two regions of their own: what it costs, measured exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokersync_local.drill import DrillSettings, run_drill
+from brokersync_local.world import WorldPorts
+from tests.ports import shifted_ports
+
+pytestmark = pytest.mark.broker
+PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61776, primary_stomp=61773, dr_openwire=62776, dr_stomp=62773, aws=5165)
+)
+#: A pass frozen by the partition resumes when the region returns and ends at the gate's next
+#: poll (1 s) and the relay's next receive wait; no pass starts there after the return.
+THAWED_PASS_S = 3.0
+
+
+@pytest.fixture(scope="module")
+def region_loss(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("region-loss")
+    settings = DrillSettings(
+        mode="region-loss",
+        topology=topology_path,
+        state_dir=base / "drill",
+        rate=200,
+        duration=24,
+        kill_at=14,
+        report=base / "report",
+        ports=PORTS,
+    )
+    return run_drill(settings, out=lambda _line: None)
+
+
+def test_a_region_loss_loses_at_most_the_copies_in_the_bridge(region_loss: dict[str, Any]) -> None:
+    assert region_loss["produced"] > 2000 and region_loss["consumed_dr"] > 0
+    assert region_loss["lost"] <= region_loss["in_bridge_at_kill"]
+    assert region_loss["lost_not_in_bridge"] == 0
+
+
+def test_a_region_loss_duplicates_at_most_what_was_consumed_and_not_yet_purged(region_loss: dict[str, Any]) -> None:
+    assert region_loss["duplicates"] <= region_loss["pending_purge_at_kill"]
+
+
+def test_the_returning_region_is_fenced_its_relay_idle_and_its_stale_primary_reported(
+    region_loss: dict[str, Any],
+) -> None:
+    assert region_loss["relay_passes_after_return"] == 0
+    assert region_loss["relay_overlap_s"] <= THAWED_PASS_S
+    assert region_loss["stale_primary_seen"] == ["orders-use1"]
+
+
+def test_after_the_failback_no_consumed_message_is_left_on_the_old_primary_and_one_purge_loop_runs(
+    region_loss: dict[str, Any],
+) -> None:
+    assert region_loss["already_consumed_on_old_primary"] == 0
+    assert region_loss["purge_loops_running"] == {"us-east-1": 1, "us-west-2": 0}

@@ -1,0 +1,194 @@
+"""``brokersync drill --mode region-loss``: the primary's whole region lost, then back, on two regions.
+
+The drill runs on :class:`~brokersync_local.regions.TwoRegionWorld`: each region has its own
+AWS endpoint and its own stack deployed from ``template.yaml`` (the functions play the roles
+of their own region only), the ledger is two regional tables kept in step by the replication
+stand-in, and a relay worker runs in each region as each stack's scheduled relay would. Then:
+
+1. steady load on the primary (region A), sync running, the purge loop in region B;
+2. **region A is partitioned** at a random moment: its broker, its AWS endpoint and functions
+   and its relay stop answering (SIGSTOP), state intact. The copies still in A's ``Q.DR``
+   outflow are read exactly from a copy of A's store (what the failover can lose);
+3. the failover is started **in region B** (A's endpoint does not answer) and the applications
+   move to B;
+4. **region A returns** (SIGCONT): its broker still runs the primary configuration. The drill
+   checks it is fenced: A's relay starts no pass (it reads the peer's newer epoch), and A's
+   health probe reports the stale primary (what raises the alarm);
+5. the failback (rejoin) makes A the DR broker again; the purge loop now runs in A.
+
+It counts what :mod:`drill` counts (lost against the copies in the bridge, duplicates against
+what was consumed and not yet purged at the partition, RTO) and adds what only two regions
+show: relay passes that overlapped across regions, relay passes A started after it returned,
+the stale primary seen, and where purge loops run at the end (one, in the DR's region).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from brokersync.failover.sync_control import SyncControl, SyncSwitches
+from brokersync.ledger import dynamodb_ledger
+from brokersync.topology import load_topology
+from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
+from brokersync_local.drill import Drill, DrillSettings
+from brokersync_local.errors import LocalWorldError
+from brokersync_local.forensics import read_dead_store
+from brokersync_local.regions import TwoRegionWorld
+from brokersync_local.sync import SyncWorkers
+from brokersync_local.sync_worker import aws_environment
+
+#: How long the returning region is watched before the failback (replication lag and a few polls).
+FENCE_WATCH_S = 6.0
+
+
+class RegionLossDrill(Drill):
+    def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
+        super().__init__(settings, out)
+        self.world = TwoRegionWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
+        self.topology = self.world.topology
+        self.home = self.world.region_of("primary")
+        self.away = self.world.region_of("dr")
+
+    # -- set-up -------------------------------------------------------------------------------------
+    def _client(self, service: str, region: str) -> Any:
+        return boto3.client(service, endpoint_url=self.world.endpoint, region_name=region)
+
+    def _deploy(self) -> None:
+        endpoint = self.world.endpoint
+        aws_environment(endpoint, self.home)
+        ids = register_brokers(self.topology, endpoint, self.home)
+        self.stacks: dict[str, dict[str, str]] = {}
+        for region, peer in ((self.home, self.away), (self.away, self.home)):
+            self.stacks[region] = deploy(
+                self.topology,
+                self.world.state_dir / f"stack-{region}",
+                endpoint,
+                region,
+                broker_ids=ids,
+                overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}},
+                role_region=region,
+                peer_region=peer,
+            )
+        self.world.start_replication(LEDGER_TABLE)
+        self.machines = self.stacks[self.home]
+        self.sfn = self._client("stepfunctions", self.home)
+        self.sync = self._sync_control(self.home)
+        self.ledger = dynamodb_ledger(LEDGER_TABLE, region=self.away, host=endpoint)
+        self.workers = SyncWorkers(self.world, self.settings.topology)
+        for region in (self.home, self.away):
+            pids = self.workers.start(log=lambda _m: None, only=("relay",), role_region=region)
+            self.world.adopt(region, pids[f"relay-{region}"])
+        self.sync.start(self.away)
+        self.ready.set()
+
+    def _sync_control(self, region: str) -> SyncControl:
+        return SyncControl(
+            SyncSwitches(RELAY_RULE, None, self.stacks[region]["PurgeLoopStateMachine"]),
+            self._client("events", region),
+            self._client("lambda", region),
+            self._client("stepfunctions", region),
+            regional_sfn=lambda other: self._client("stepfunctions", other),
+        )
+
+    def _execute_in(self, region: str, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
+        self.sfn, self.machines = self._client("stepfunctions", region), self.stacks[region]
+        return self._execute(machine, payload)
+
+    # -- the region loss ------------------------------------------------------------------------------
+    def _failover(self) -> None:
+        new = self.topology.dr.name
+        self.world.partition(self.home)
+        partitioned = self.timeline.mark(f"region {self.home} partitioned (broker, AWS endpoint, functions)")
+        self.facts["partitioned_at"] = partitioned
+        # What was on DR at the partition; those of them the applications consumed on the old
+        # primary (counted at the end: frames already delivered are consumed after this moment)
+        # are the duplicates a region loss may cause.
+        self.facts["on_dr_at_partition"] = self._keys_on(new)
+        broker = self.world.brokers["primary"]
+        store = read_dead_store(broker.data_dir, [self.topology.dr_name(self.queue)])
+        self.facts["in_bridge_keys"] = set(store[self.topology.dr_name(self.queue)])
+        self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+        self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
+        self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
+
+    def _after_switch(self) -> None:
+        self.world.heal(self.home)
+        healed = self.timeline.mark(f"region {self.home} back")
+        self.facts["healed_at"] = healed
+        time.sleep(FENCE_WATCH_S)
+        probe = self._client("lambda", self.home).invoke(FunctionName="brokersync-HealthProbeFunction", Payload=b"{}")
+        report = json.loads(probe["Payload"].read() or b"{}")
+        if probe.get("FunctionError"):
+            raise LocalWorldError(f"the health probe in {self.home} failed: {report}")
+        self.facts["stale_primary_seen"] = report.get("stale_primaries", [])
+        self.facts["relay_passes_after_return"] = len([p for p in self._passes(self.home) if p["start"] > healed + 0.5])
+        started = self.timeline.mark(f"failback (rejoin of {self.topology.primary.name}) started in {self.away}")
+        self.facts["failback_result"] = self._execute_in(self.away, "FailbackStateMachine", {})
+        self.facts["failback_s"] = round(self.timeline.mark("failback succeeded") - started, 3)
+        # The rejoined broker's region holds DR now: its purge loop marks keys in its replica first.
+        self.ledger = dynamodb_ledger(LEDGER_TABLE, region=self.home, host=self.world.endpoint)
+
+    # -- what only two regions show ---------------------------------------------------------------------
+    def _passes(self, region: str) -> list[dict[str, float]]:
+        path: Path = self.world.state_dir / f"passes-relay-{region}.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def _relay_overlap_s(self) -> float:
+        """Seconds during which both regions' relays were in a pass (time frozen in a partition excluded)."""
+        cut_from, cut_to = self.facts.get("partitioned_at", 0.0), self.facts.get("healed_at", 0.0)
+
+        def running(passes: list[dict[str, float]], frozen: bool) -> list[tuple[float, float]]:
+            spans = []
+            for p in passes:
+                start, end = p["start"], p["end"]
+                if frozen and start < cut_to and end > cut_from:
+                    spans += [(start, min(end, cut_from)), (max(start, cut_to), end)]
+                else:
+                    spans.append((start, end))
+            return [(a, b) for a, b in spans if b > a]
+
+        home = running(self._passes(self.home), frozen=True)
+        away = running(self._passes(self.away), frozen=False)
+        return sum(max(0.0, min(b1, b2) - max(a1, a2)) for a1, b1 in home for a2, b2 in away)
+
+    def _purge_loops(self) -> dict[str, int]:
+        loops = {}
+        for region, stack in self.stacks.items():
+            sfn = self._client("stepfunctions", region)
+            running = sfn.list_executions(stateMachineArn=stack["PurgeLoopStateMachine"], statusFilter="RUNNING")
+            loops[region] = len(running["executions"])
+        return loops
+
+    def _outcome(self, old: str, new: str) -> dict[str, Any]:
+        self.facts["pending_purge_at_kill"] = len(
+            self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
+        )
+        result = super()._outcome(old, new)
+        result |= {
+            "regions": {"lost_and_returned": self.home, "survivor": self.away},
+            "relay_overlap_s": round(self._relay_overlap_s(), 3),
+            "relay_passes_after_return": self.facts.get("relay_passes_after_return"),
+            "stale_primary_seen": self.facts.get("stale_primary_seen"),
+            "purge_loops_running": self._purge_loops(),
+        }
+        return result
+
+    def _stop_sync(self) -> None:
+        self.workers.stop(log=lambda _m: None)
+        for region in self.stacks if hasattr(self, "stacks") else ():
+            try:
+                self._sync_control(region).stop("drill finished")
+            except Exception as e:  # a region's endpoint may be gone already
+                self.out(f"drill tear-down in {region}: {e}")
+
+
+def run_region_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
+    return RegionLossDrill(settings, out).run()
