@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -21,9 +22,9 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
-from brokersync.config import runtime_topology
+from brokersync.config import ENV_PURGE_MISSING_AFTER_S, runtime_topology, seconds_setting
 from brokersync.purge.remover import SelectorRemover
-from brokersync.purge.service import PurgeService
+from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
 from brokersync.topology import Topology
@@ -36,6 +37,8 @@ LEDGER = ledger_from_env()
 #: The purge acts only while this region's broker plays DR and sync runs (the role record).
 GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env())
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
+_MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
+SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
 #: Seconds before the invocation's end by which a purge round stops starting selector groups.
 HARD_MARGIN_S = 8.0
@@ -84,6 +87,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         LEDGER,
         SelectorRemover(dr),
         topology,
+        settings=SETTINGS,
         metrics=metrics,
         dr_statistics=StatisticsClient(dr),
         primary_statistics=_primary_statistics(topology),

@@ -17,6 +17,9 @@ ENV_TOPOLOGY_FILE = "BROKERSYNC_TOPOLOGY_FILE"
 ENV_TOPOLOGY_PARAMETER = "BROKERSYNC_TOPOLOGY_PARAMETER"
 ENV_LEDGER_TABLE = "BROKERSYNC_LEDGER_TABLE"
 ENV_RELAY_MAX_SECONDS = "BROKERSYNC_RELAY_MAX_SECONDS"
+#: Seconds (by consume time) before a pending key may be given up on as missing, and then only
+#: once the copy path shows its copy can no longer arrive (purge.service.PurgeSettings).
+ENV_PURGE_MISSING_AFTER_S = "BROKERSYNC_PURGE_MISSING_AFTER_S"
 #: The region whose roles this stack's functions play (the template sets it to the stack's
 #: region); ``*`` plays every role, for a world where one stack stands in for both regions.
 ENV_ROLE_REGION = "BROKERSYNC_ROLE_REGION"
@@ -49,6 +52,20 @@ def setting(
     value = (env if env is not None else os.environ).get(name) or default
     if value is None:
         raise KeyError(f"{name} is not set")
+    return value
+
+
+def seconds_setting(name: str, env: Mapping[str, str] | None = None) -> float | None:
+    """A duration in seconds from the environment (None when unset); a bad value names its variable."""
+    text = (env if env is not None else os.environ).get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name}={text!r} must be a positive, finite number of seconds")
     return value
 
 

@@ -59,3 +59,64 @@ def test_after_the_failback_no_consumed_message_is_left_on_the_old_primary_and_o
 ) -> None:
     assert region_loss["already_consumed_on_old_primary"] == 0
     assert region_loss["purge_loops_running"] == {"us-east-1": 1, "us-west-2": 0}
+
+
+@pytest.fixture(scope="module")
+def dr_region_loss(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("dr-region-loss")
+    settings = DrillSettings(
+        mode="dr-region-loss",
+        topology=topology_path,
+        state_dir=base / "drill",
+        rate=200,
+        duration=24,
+        kill_at=6,
+        report=base / "report",
+        ports=PORTS,
+    )
+    return run_drill(settings, out=lambda _line: None)
+
+
+def test_a_dr_region_lost_beyond_the_missing_cutoff_loses_nothing_and_takes_no_traffic(
+    dr_region_loss: dict[str, Any],
+) -> None:
+    assert dr_region_loss["dr_region_lost_s"] >= 4 * dr_region_loss["missing_after_s"]
+    assert dr_region_loss["backlog_at_return"] > 0, "the copies waited in the primary's outflow"
+    assert (dr_region_loss["lost"], dr_region_loss["duplicates"], dr_region_loss["consumed_dr"]) == (0, 0, 0)
+
+
+def test_a_returning_dr_region_ends_with_no_consumed_message_on_it_and_none_given_up_on(
+    dr_region_loss: dict[str, Any],
+) -> None:
+    assert dr_region_loss["marked_missing"] == 0
+    assert (dr_region_loss["already_consumed_on_dr"], dr_region_loss["pending_purge_after"]) == (0, 0)
+    assert dr_region_loss["purge_loops_running"] == {"us-east-1": 0, "us-west-2": 1}
+
+
+@pytest.fixture(scope="module")
+def round_trips(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("round-trips")
+    settings = DrillSettings(
+        mode="round-trips",
+        topology=topology_path,
+        state_dir=base / "drill",
+        rate=150,
+        duration=30,
+        report=base / "report",
+        ports=PORTS,
+    )
+    return run_drill(settings, out=lambda _line: None)
+
+
+def test_switchover_and_back_twice_loses_and_duplicates_nothing(round_trips: dict[str, Any]) -> None:
+    assert [leg["to"] for leg in round_trips["legs"]] == ["orders-usw2", "orders-use1"] * 2
+    assert all(n > 0 for n in round_trips["consumed"].values())
+    assert (round_trips["lost"], round_trips["duplicates"]) == (0, 0)
+    assert round_trips["already_consumed_left"] == {"orders-use1": 0, "orders-usw2": 0}
+
+
+def test_after_every_switchover_one_purge_loop_runs_in_the_dr_region_and_no_stale_relay(
+    round_trips: dict[str, Any],
+) -> None:
+    assert round_trips["loops_in_dr_region"] == [1, 1, 1, 1]
+    assert round_trips["stale_loops_or_relays"] == 0

@@ -11,6 +11,7 @@ import time
 import stomp
 
 from brokersync.broker.stomp import StompConnector
+from brokersync_local.errors import LocalWorldError
 
 
 class _Browser(stomp.ConnectionListener):
@@ -25,8 +26,14 @@ class _Browser(stomp.ConnectionListener):
             self.frames.append(frame)
 
 
-def browse(connector: StompConnector, queue: str, timeout_s: float = 10.0) -> list[stomp.utils.Frame]:
-    """Every message on ``queue`` without consuming it (ActiveMQ's STOMP browser subscription)."""
+def browse(
+    connector: StompConnector, queue: str, timeout_s: float = 10.0, *, partial_ok: bool = False
+) -> list[stomp.utils.Frame]:
+    """Every message on ``queue`` without consuming it (ActiveMQ's STOMP browser subscription).
+
+    A browse that does not reach the broker's end marker in time raises, unless ``partial_ok``
+    (a live view): counted as complete, a cut browse would hide what a drill exists to find.
+    """
     browser = _Browser()
     connection = connector.connect(browser, name="brokersync-demo-browser")
     try:
@@ -36,4 +43,8 @@ def browse(connector: StompConnector, queue: str, timeout_s: float = 10.0) -> li
             time.sleep(0.05)
     finally:
         connection.disconnect()
+    if not browser.done and not partial_ok:
+        raise LocalWorldError(
+            f"browsing {queue} did not finish within {timeout_s:.0f}s ({len(browser.frames)} messages read)"
+        )
     return browser.frames

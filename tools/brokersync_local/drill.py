@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import boto3
+from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
@@ -49,9 +50,15 @@ from brokersync_local.sync import SyncWorkers
 from brokersync_local.sync_worker import aws_environment
 from brokersync_local.world import LocalWorld, WorldPorts
 
-DrillMode = Literal["switchover", "failover", "failback", "region-loss"]
+DrillMode = Literal["switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips"]
+#: Modes that run on two regions of their own (brokersync_local.regions).
+REGION_MODES = ("region-loss", "dr-region-loss", "round-trips")
 #: A drill never shares ports with `brokersync local up` or the test suite's pair.
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
+
+
+#: Nothing pending for this long counts as settled: a relay pass (1 s) and replication lag (1 s).
+SETTLE_QUIET_S = 3.0
 
 
 @dataclass
@@ -128,9 +135,11 @@ class Drill:
         self.ready.set()
 
     def _execute(self, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
-        arn = self.sfn.start_execution(stateMachineArn=self.machines[machine], input=json.dumps(payload))[
-            "executionArn"
-        ]
+        arn = self.sfn.start_execution(
+            stateMachineArn=self.machines[machine],
+            name=f"drill-{self.settings.mode}-{ULID()}",  # execution names must be unique for 90 days
+            input=json.dumps(payload),
+        )["executionArn"]
         deadline = time.monotonic() + self.settings.execution_timeout_s
         while time.monotonic() < deadline:
             described = self.sfn.describe_execution(executionArn=arn)
@@ -271,13 +280,21 @@ class Drill:
             time.sleep(0.2)
         consumer.pause()
 
-    def _settle_purge(self, timeout_s: float = 30.0) -> int:
+    def _settle_purge(self, timeout_s: float = 30.0, quiet_s: float = SETTLE_QUIET_S) -> int:
+        """Pending keys once none has been pending for ``quiet_s`` (or at the timeout).
+
+        A moment with nothing pending is not the end: the last consumptions may still be on
+        their way into the ledger (the relay's next pass, replication to the DR replica).
+        """
         deadline = time.monotonic() + timeout_s
-        pending = len(self.ledger.pending(self.queue, limit=1000))
-        while pending and time.monotonic() < deadline:
-            time.sleep(0.5)
+        quiet_since: float | None = None
+        while True:
             pending = len(self.ledger.pending(self.queue, limit=1000))
-        return pending
+            now = time.monotonic()
+            quiet_since = (quiet_since or now) if pending == 0 else None
+            if (quiet_since is not None and now - quiet_since >= quiet_s) or now >= deadline:
+                return pending
+            time.sleep(0.5)
 
     def _keys_on(self, broker: str) -> set[str]:
         """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
@@ -338,8 +355,11 @@ def _interrupts_deferred() -> Iterator[None]:
 
 
 def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
-    if settings.mode == "region-loss":  # two regions of their own (brokersync_local.regions)
-        from brokersync_local.region_drill import RegionLossDrill  # noqa: PLC0415 (it subclasses Drill)
+    if settings.mode in REGION_MODES:  # they subclass Drill, so they are imported here
+        from brokersync_local.dr_region_drill import DrRegionLossDrill  # noqa: PLC0415
+        from brokersync_local.region_drill import RegionLossDrill  # noqa: PLC0415
+        from brokersync_local.round_trip_drill import RoundTripDrill  # noqa: PLC0415
 
-        return RegionLossDrill(settings, out).run()
+        drills = {"region-loss": RegionLossDrill, "dr-region-loss": DrRegionLossDrill, "round-trips": RoundTripDrill}
+        return drills[settings.mode](settings, out).run()
     return Drill(settings, out).run()

@@ -104,7 +104,10 @@ class LagWatcher:
         if drill.phase.endswith("running") or dr_name not in drill.connectors:
             return  # mid-switch the DR broker is about to change role: lags there mean nothing
         looked_at = time.time()
-        on_dr = {f.headers.get("correlation-id", "") for f in browse(drill.connectors[dr_name], drill.queue, 2.0)}
+        on_dr = {
+            f.headers.get("correlation-id", "")
+            for f in browse(drill.connectors[dr_name], drill.queue, 2.0, partial_ok=True)
+        }
         with drill.log.lock, self._lock:
             for key in on_dr:
                 entries = drill.log.consumed.get(key)

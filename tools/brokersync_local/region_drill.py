@@ -71,7 +71,7 @@ class RegionLossDrill(Drill):
                 endpoint,
                 region,
                 broker_ids=ids,
-                overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}},
+                overrides=self._overrides(),
                 role_region=region,
                 peer_region=peer,
             )
@@ -86,6 +86,10 @@ class RegionLossDrill(Drill):
             self.world.adopt(region, pids[f"relay-{region}"])
         self.sync.start(self.away)
         self.ready.set()
+
+    def _overrides(self) -> dict[str, dict[str, str]]:
+        """Function environment beyond the template's: short purge invocations, so a drill sees many."""
+        return {"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}}
 
     def _sync_control(self, region: str) -> SyncControl:
         return SyncControl(

@@ -1,0 +1,141 @@
+"""``brokersync drill --mode dr-region-loss``: the DR region lost for longer than the missing cutoff, then back.
+
+The applications never move: they keep producing to and consuming from the primary while the
+DR region (its broker, its AWS endpoint and functions, the purge loop in it, its relay) is
+partitioned. Meanwhile the primary's ``Q.DR`` outflow holds every copy, the primary's region
+records every consumption in its ledger replica, and replication to the DR replica stalls.
+
+The purge's missing cutoff is set far below the outage (``missing_after_s``), so when the
+region returns every key consumed during the outage is older than the cutoff before its copy
+has arrived. The purge must not give up on them (the copy path says they can still arrive),
+so the drill ends with what a DR region that returns after an hour must end with: nothing
+lost, nothing consumed on DR, and no consumed message left on it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.config import ENV_PURGE_MISSING_AFTER_S
+from brokersync_local.browsing import browse
+from brokersync_local.drill import Timeline
+from brokersync_local.drill_report import write_report
+from brokersync_local.drill_traffic import Consumer, Producer
+from brokersync_local.region_drill import RegionLossDrill
+
+#: The purge's missing cutoff in this drill: far below the outage, so the copy path decides.
+MISSING_AFTER_S = 3.0
+PURGE_FUNCTION = "PurgeDrFunction"
+
+
+def emitted_total(log: Path, metric: str) -> float:
+    """The sum of one metric over a function's log of embedded-metric-format lines."""
+    total = 0.0
+    if not log.exists():
+        return total
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        value = record.get(metric) if isinstance(record, dict) and "_aws" in record else None
+        if isinstance(value, list):
+            total += sum(v for v in value if isinstance(v, int | float))
+        elif isinstance(value, int | float):
+            total += value
+    return total
+
+
+class DrRegionLossDrill(RegionLossDrill):
+    def _overrides(self) -> dict[str, dict[str, str]]:
+        overrides = super()._overrides()
+        overrides[PURGE_FUNCTION][ENV_PURGE_MISSING_AFTER_S] = str(MISSING_AFTER_S)
+        return overrides
+
+    def _outage_s(self) -> float:
+        """The outage lasts the drill's middle third, and always several missing cutoffs."""
+        return max(4 * MISSING_AFTER_S, self.settings.duration / 3)
+
+    def _run_traffic(self) -> dict[str, Any]:
+        settings = self.settings
+        primary, dr = self.topology.primary.name, self.topology.dr.name
+        producer = Producer(self.queue, self.log, settings.rate)
+        consumer = Consumer(self.queue, self.log)
+        for client in (producer, consumer):
+            client.move_to(primary, self.connectors[primary])
+            client.start()
+        self.timeline = Timeline()
+        lose_at = settings.kill_at if settings.kill_at is not None else settings.duration / 3
+        outage_s = self._outage_s()
+        self.out(
+            f"drill dr-region-loss: {settings.rate:.0f} msg/s for {settings.duration:.0f}s, "
+            f"{self.away} lost at {lose_at:.1f}s for {outage_s:.0f}s (missing cutoff {MISSING_AFTER_S:.0f}s)"
+        )
+        self.phase = f"steady load on {primary}, DR region {self.away} lost at {lose_at:.0f}s"
+        time.sleep(max(0.0, self.timeline.started + lose_at - time.time()))
+
+        self.world.partition(self.away)
+        self.timeline.mark(f"region {self.away} partitioned (DR broker, AWS endpoint, purge loop, relay)")
+        self.phase = f"DR region {self.away} lost; the applications stay on {primary}"
+        time.sleep(outage_s)
+        outflow = StatisticsClient(self.connectors[primary])
+        dr_name = self.topology.dr_name(self.queue)
+        self.facts["backlog_at_return"] = outflow.queue_stats([dr_name])[dr_name].size
+        self.world.heal(self.away)
+        returned = self.timeline.mark(f"region {self.away} back")
+
+        self.phase = f"{self.away} back: copies flow in, the purge catches up"
+        remaining = self.timeline.started + settings.duration - time.time()
+        time.sleep(max(settings.min_after_switch_s, remaining))
+        producer.pause()
+        self.timeline.mark("producer stopped")
+        self._drain(consumer, primary)
+        self.timeline.mark("consumer drained the primary")
+        producer.stop()
+        consumer.stop()
+        pending_after = self._settle_purge(timeout_s=60.0)
+        self.facts["catch_up_s"] = round(self.timeline.mark("purge caught up") - returned, 3)
+        return self._dr_outcome(primary, dr, pending_after, outage_s)
+
+    def _purge_metric_total(self, metric: str) -> int:
+        """What the purge in the DR's region reported for ``metric`` over the drill."""
+        log = self.world.state_dir / f"aws-{self.away}" / "functions" / f"brokersync-{PURGE_FUNCTION}.log"
+        return int(emitted_total(log, metric))
+
+    def _dr_outcome(self, primary: str, dr: str, pending_after: int, outage_s: float) -> dict[str, Any]:
+        with self.log.lock:
+            produced = set(self.log.confirmed)
+            consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
+        on_primary = self._keys_on(primary)
+        dr_frames = browse(self.connectors[dr], self.queue)
+        on_dr = {f.headers.get("correlation-id", "") for f in dr_frames}
+        consumed_any = set(consumed)
+        result: dict[str, Any] = {
+            "mode": self.settings.mode,
+            "produced": len(produced),
+            "consumed_primary": sum(1 for b in consumed.values() if primary in b),
+            "consumed_dr": sum(1 for b in consumed.values() if dr in b),
+            "lost": len(produced - consumed_any - on_primary - on_dr),
+            "duplicates": sum(1 for b in consumed.values() if {primary, dr} <= b),
+            "dr_region_lost_s": round(outage_s, 3),
+            "missing_after_s": MISSING_AFTER_S,
+            "backlog_at_return": self.facts.get("backlog_at_return"),
+            "already_consumed_on_dr": len(on_dr & consumed_any),
+            # Why one would be left: a second copy of one message, or a key given up on.
+            "held_twice_on_dr": len(dr_frames) - len(on_dr),
+            "marked_missing": self._purge_metric_total("Missing"),
+            "pending_purge_after": pending_after,
+            "catch_up_s": self.facts.get("catch_up_s"),
+            "purge_loops_running": self._purge_loops(),
+            "regions": {"primary": self.home, "lost_and_returned": self.away},
+            "rate": self.settings.rate,
+            "duration_s": self.settings.duration,
+            "unconfirmed_sends": len(set(self.log.sent) - produced),
+        }
+        if self.settings.report:
+            result["report"] = str(write_report(self.settings.report, result, self.log, self.timeline, primary, dr))
+        return result
