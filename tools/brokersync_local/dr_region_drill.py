@@ -23,7 +23,6 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_PURGE_MISSING_AFTER_S
 from brokersync_local.browsing import browse
 from brokersync_local.drill import Timeline
-from brokersync_local.drill_report import write_report
 from brokersync_local.drill_traffic import Consumer, Producer
 from brokersync_local.region_drill import RegionLossDrill
 
@@ -137,5 +136,5 @@ class DrRegionLossDrill(RegionLossDrill):
             "unconfirmed_sends": len(set(self.log.sent) - produced),
         }
         if self.settings.report:
-            result["report"] = str(write_report(self.settings.report, result, self.log, self.timeline, primary, dr))
+            result["report"] = self._write_report(result, primary, dr)
         return result

@@ -39,10 +39,12 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger.base import LedgerStore
 from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
+from brokersync_local.drill_risk import RiskSampler, peaks
 from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import read_dead_store
@@ -167,15 +169,34 @@ class Drill:
         try:
             self.phase = "deploying from template.yaml into moto"
             self._deploy()
+            self.risk = RiskSampler(
+                self.topology, self.queue, self.connectors, self._risk_ledger, lambda: self.timeline.started
+            )
+            self.risk.start()
             return self._run_traffic()
         finally:
             self.phase = "stopping everything the drill started"
             with _interrupts_deferred():
-                for stop in (self._stop_sync, self._stop_world):
+                for stop in (self._stop_risk, self._stop_sync, self._stop_world):
                     try:
                         stop()
                     except Exception as e:
                         self.out(f"drill tear-down: {e}")
+
+    def _risk_ledger(self) -> LedgerStore | None:
+        """The ledger replica the purge works in (None while it cannot be read)."""
+        return getattr(self, "ledger", None)
+
+    def _stop_risk(self) -> None:
+        if getattr(self, "risk", None) is not None:
+            self.risk.stop()
+
+    def _write_report(self, result: dict[str, Any], old: str, new: str) -> str:
+        """The HTML report (traffic, what was at risk, the windows); the peaks join the outcome."""
+        samples = list(self.risk.samples) if getattr(self, "risk", None) is not None else []
+        result |= peaks(samples)
+        assert self.settings.report is not None
+        return str(write_report(self.settings.report, result, self.log, self.timeline, old, new, samples))
 
     def _stop_sync(self) -> None:
         self.workers.stop(log=lambda _m: None)
@@ -337,7 +358,7 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         if settings.report:
-            result["report"] = str(write_report(settings.report, result, self.log, self.timeline, old, new))
+            result["report"] = self._write_report(result, old, new)
         return result
 
 

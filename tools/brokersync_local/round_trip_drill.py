@@ -15,10 +15,7 @@ import time
 from typing import Any
 
 from brokersync.broker.statistics import StatisticsClient
-from brokersync.ledger import dynamodb_ledger
-from brokersync_local.deploy import LEDGER_TABLE
 from brokersync_local.drill import Timeline
-from brokersync_local.drill_report import write_report
 from brokersync_local.drill_traffic import Consumer, Producer
 from brokersync_local.region_drill import RegionLossDrill
 
@@ -74,6 +71,7 @@ class RoundTripDrill(RegionLossDrill):
                 }
             )
             primary_region = new_region
+            self._use_ledger_in(legs[-1]["dr_region"])
         time.sleep(leg_s)
         producer.pause()
         self.timeline.mark("producer stopped")
@@ -81,11 +79,7 @@ class RoundTripDrill(RegionLossDrill):
         self.timeline.mark(f"consumer drained {names[primary_region]}")
         producer.stop()
         consumer.stop()
-        self.ledger = self._ledger_in(self.away if primary_region == self.home else self.home)
         return self._round_trip_outcome(legs, names[primary_region], self._settle_purge())
-
-    def _ledger_in(self, region: str) -> Any:
-        return dynamodb_ledger(LEDGER_TABLE, region=region, host=self.world.endpoint)
 
     def _stale(self, leg: dict[str, Any]) -> int:
         """Loops or relay passes where the roles say none may run, after one leg."""
@@ -118,5 +112,5 @@ class RoundTripDrill(RegionLossDrill):
         }
         if self.settings.report:
             other = names[1] if primary == names[0] else names[0]
-            result["report"] = str(write_report(self.settings.report, result, self.log, self.timeline, other, primary))
+            result["report"] = self._write_report(result, other, primary)
         return result
