@@ -110,9 +110,18 @@ class Drill:
         self.ready = threading.Event()
 
     # -- set-up ---------------------------------------------------------------------------------
+    def _pair_region(self) -> str | None:
+        """The one region both brokers name: a pair in one region (one stack plays both roles)."""
+        regions = {b.region for b in self.topology.brokers}
+        return regions.pop() if len(regions) == 1 and None not in regions else None
+
     def _deploy(self) -> None:
         env = self.world.read_env()
         endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
+        # A pair in one region deploys as `sam deploy --config-env single-region` does: into the
+        # brokers' region, PeerRegion the same, so the stack's functions play both roles there.
+        pair_region = self._pair_region()
+        region = pair_region or region
         aws_environment(endpoint, region)
         ids = register_brokers(self.topology, endpoint, region)
         self.machines = deploy(
@@ -122,6 +131,7 @@ class Drill:
             region,
             broker_ids=ids,
             overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}},
+            **({"role_region": pair_region, "peer_region": pair_region} if pair_region else {}),
         )
         self.sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
         self.sync = SyncControl(
@@ -132,7 +142,7 @@ class Drill:
         )
         self.ledger = dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint)
         self.workers = SyncWorkers(self.world, self.settings.topology)
-        self.workers.start(log=lambda _m: None, only=("relay",))
+        self.workers.start(log=lambda _m: None, only=("relay",), role_region=pair_region)
         self.sync.start()
         self.ready.set()
 
@@ -348,6 +358,7 @@ class Drill:
             "duration_s": settings.duration,
             "unconfirmed_sends": len(set(self.log.sent) - produced),
             "left_on_new_primary": len(on_new),
+            "pair_region": self._pair_region(),  # None: two regions
         }
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
