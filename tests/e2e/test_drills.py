@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from brokersync_local.drill import DrillSettings, run_drill
 from brokersync_local.world import WorldPorts
+from tests.e2e.drilling import drill
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -18,17 +18,7 @@ PORTS = shifted_ports(
 
 
 def _drill(mode: str, topology_path: Path, tmp_path: Path) -> dict[str, Any]:
-    settings = DrillSettings(
-        mode=mode,  # type: ignore[arg-type]
-        topology=topology_path,
-        state_dir=tmp_path / "drill",
-        rate=200,
-        duration=20,
-        kill_at=12,
-        report=tmp_path / "report",
-        ports=PORTS,
-    )
-    return run_drill(settings, out=lambda _line: None)
+    return drill(mode, topology_path, tmp_path, PORTS)
 
 
 @pytest.fixture(scope="module")

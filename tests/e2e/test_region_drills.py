@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from brokersync_local.drill import DrillSettings, run_drill
 from brokersync_local.world import WorldPorts
+from tests.e2e.drilling import drill
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -22,18 +22,7 @@ THAWED_PASS_S = 3.0
 
 @pytest.fixture(scope="module")
 def region_loss(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    base = tmp_path_factory.mktemp("region-loss")
-    settings = DrillSettings(
-        mode="region-loss",
-        topology=topology_path,
-        state_dir=base / "drill",
-        rate=200,
-        duration=24,
-        kill_at=14,
-        report=base / "report",
-        ports=PORTS,
-    )
-    return run_drill(settings, out=lambda _line: None)
+    return drill("region-loss", topology_path, tmp_path_factory.mktemp("region-loss"), PORTS, duration=24, kill_at=14)
 
 
 def test_a_region_loss_loses_at_most_the_copies_in_the_bridge(region_loss: dict[str, Any]) -> None:
@@ -64,17 +53,7 @@ def test_after_the_failback_no_consumed_message_is_left_on_the_old_primary_and_o
 @pytest.fixture(scope="module")
 def dr_region_loss(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("dr-region-loss")
-    settings = DrillSettings(
-        mode="dr-region-loss",
-        topology=topology_path,
-        state_dir=base / "drill",
-        rate=200,
-        duration=24,
-        kill_at=6,
-        report=base / "report",
-        ports=PORTS,
-    )
-    return run_drill(settings, out=lambda _line: None)
+    return drill("dr-region-loss", topology_path, base, PORTS, duration=24, kill_at=6)
 
 
 def test_a_dr_region_lost_beyond_the_missing_cutoff_loses_nothing_and_takes_no_traffic(
@@ -96,16 +75,7 @@ def test_a_returning_dr_region_ends_with_no_consumed_message_on_it_and_none_give
 @pytest.fixture(scope="module")
 def round_trips(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("round-trips")
-    settings = DrillSettings(
-        mode="round-trips",
-        topology=topology_path,
-        state_dir=base / "drill",
-        rate=150,
-        duration=30,
-        report=base / "report",
-        ports=PORTS,
-    )
-    return run_drill(settings, out=lambda _line: None)
+    return drill("round-trips", topology_path, base, PORTS, rate=150, duration=30, kill_at=None)
 
 
 def test_switchover_and_back_twice_loses_and_duplicates_nothing(round_trips: dict[str, Any]) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from brokersync_local.drill import DrillSettings, run_drill
 from brokersync_local.world import WorldPorts
+from tests.e2e.drilling import drill
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -20,16 +20,7 @@ PORTS = shifted_ports(
 
 
 def _drill(mode: str, tmp_path: Path) -> dict[str, Any]:
-    settings = DrillSettings(
-        mode=mode,  # type: ignore[arg-type]
-        topology=SINGLE_REGION_PAIR,
-        state_dir=tmp_path / "drill",
-        rate=200,
-        duration=20,
-        kill_at=12,
-        ports=PORTS,
-    )
-    return run_drill(settings, out=lambda _line: None)
+    return drill(mode, SINGLE_REGION_PAIR, tmp_path, PORTS, report=None)
 
 
 def test_a_switchover_in_one_region_loses_and_duplicates_nothing_and_purges_the_old_primary(tmp_path: Path) -> None:

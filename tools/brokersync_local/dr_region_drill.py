@@ -22,8 +22,6 @@ from typing import Any
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_PURGE_MISSING_AFTER_S
 from brokersync_local.browsing import browse
-from brokersync_local.drill import Timeline
-from brokersync_local.drill_traffic import Consumer, Producer
 from brokersync_local.region_drill import RegionLossDrill
 
 #: The purge's missing cutoff in this drill: far below the outage, so the copy path decides.
@@ -62,12 +60,7 @@ class DrRegionLossDrill(RegionLossDrill):
     def _run_traffic(self) -> dict[str, Any]:
         settings = self.settings
         primary, dr = self.topology.primary.name, self.topology.dr.name
-        producer = Producer(self.queue, self.log, settings.rate)
-        consumer = Consumer(self.queue, self.log)
-        for client in (producer, consumer):
-            client.move_to(primary, self.connectors[primary])
-            client.start()
-        self.timeline = Timeline()
+        producer, consumer = self._start_applications(primary)
         lose_at = settings.kill_at if settings.kill_at is not None else settings.duration / 3
         outage_s = self._outage_s()
         self.out(

@@ -216,15 +216,20 @@ class Drill:
         if not self.settings.keep:
             self.world.destroy()
 
+    def _start_applications(self, broker: str) -> tuple[Producer, Consumer]:
+        """The drill's producer and consumer, running on ``broker``; the timeline starts with them."""
+        producer = Producer(self.queue, self.log, self.settings.rate)
+        consumer = Consumer(self.queue, self.log)
+        for client in (producer, consumer):
+            client.move_to(broker, self.connectors[broker])
+            client.start()
+        self.timeline = Timeline()
+        return producer, consumer
+
     def _run_traffic(self) -> dict[str, Any]:
         settings = self.settings
         old, new = self.topology.primary.name, self.topology.dr.name
-        producer = Producer(self.queue, self.log, settings.rate)
-        consumer = Consumer(self.queue, self.log)
-        for client in (producer, consumer):
-            client.move_to(old, self.connectors[old])
-            client.start()
-        self.timeline = Timeline()
+        producer, consumer = self._start_applications(old)
         switch_at = self._switch_at()
         self.phase = f"steady load on {old}, {settings.mode} at {switch_at:.0f}s"
         self.out(

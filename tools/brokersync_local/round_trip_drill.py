@@ -15,8 +15,6 @@ import time
 from typing import Any
 
 from brokersync.broker.statistics import StatisticsClient
-from brokersync_local.drill import Timeline
-from brokersync_local.drill_traffic import Consumer, Producer
 from brokersync_local.region_drill import RegionLossDrill
 
 #: Switchover and back, twice.
@@ -30,12 +28,7 @@ class RoundTripDrill(RegionLossDrill):
         settings = self.settings
         names = {self.home: self.topology.primary.name, self.away: self.topology.dr.name}
         primary_region = self.home
-        producer = Producer(self.queue, self.log, settings.rate)
-        consumer = Consumer(self.queue, self.log)
-        for client in (producer, consumer):
-            client.move_to(names[primary_region], self.connectors[names[primary_region]])
-            client.start()
-        self.timeline = Timeline()
+        producer, consumer = self._start_applications(names[primary_region])
         leg_s = max(settings.min_after_switch_s, settings.duration / (LEGS + 1))
         self.out(f"drill round-trips: {settings.rate:.0f} msg/s, {LEGS} switchovers {leg_s:.0f}s apart")
         legs: list[dict[str, Any]] = []
