@@ -236,7 +236,9 @@ class FailoverSteps:
         """Start sync again: both regions' loops resume in the roles the record now names."""
         epoch = self._set_sync(True, f"{ctx.mode} {execution}: start sync")
         dr = self.env.roles.current(self.env.topology).dr
-        return self.env.sync.start(dr_region=dr.region) | {"epoch": epoch}
+        # A failover's DR broker is the one just lost: its region's loop waits for the failback.
+        remote_loop = ctx.mode != "FAILOVER"
+        return self.env.sync.start(dr_region=dr.region, remote_loop=remote_loop) | {"epoch": epoch}
 
     def _set_sync(self, running: bool, reason: str) -> int:
         assignment = self._assignment()

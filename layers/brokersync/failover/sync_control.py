@@ -36,6 +36,10 @@ class SyncSwitches:
     purge_loop_arn: str | None
 
 
+#: Why a failover leaves the other region's purge loop alone (what StartSync reports).
+FAILBACK_STARTS = "the DR broker is the one lost; the failback that rejoins it starts its purge loop"
+
+
 def in_region(arn: str, region: str) -> str:
     """The same resource ARN in another region (names are the same in both stacks of a pair)."""
     parts = arn.split(":")
@@ -99,11 +103,14 @@ class SyncControl:
             self.sfn.stop_execution(executionArn=execution, error="SyncStopped", cause=cause[:256])
         return {"relayRule": self.switches.relay_rule, "mappings": len(mappings), "purgeLoopsStopped": len(stopped)}
 
-    def start(self, dr_region: str | None = None) -> dict[str, Any]:
+    def start(self, dr_region: str | None = None, *, remote_loop: bool = True) -> dict[str, Any]:
         """Enable this region's triggers and make sure a purge loop runs in ``dr_region``.
 
         ``dr_region`` is the region of the broker that plays DR now; None (a broker that
-        names no region) means this region.
+        names no region) means this region. ``remote_loop=False`` (a failover) leaves a loop
+        in another region to the failback: the DR broker there is the one just lost, nothing
+        can be purged on it until the failback rejoins it (and starts the loop), and its
+        region may be the one that is gone, where every call only costs RTO.
         """
         if self.switches.relay_rule:
             self.events.enable_rule(Name=self.switches.relay_rule)
@@ -111,14 +118,16 @@ class SyncControl:
         for mapping in mappings:
             self.lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=True)
         result: dict[str, Any] = {"relayRule": self.switches.relay_rule, "mappings": len(mappings)}
-        return result | self._start_loop(dr_region)
+        return result | self._start_loop(dr_region, remote_loop)
 
-    def _start_loop(self, dr_region: str | None) -> dict[str, Any]:
+    def _start_loop(self, dr_region: str | None, remote_loop: bool = True) -> dict[str, Any]:
         arn = self.switches.purge_loop_arn
         if not arn:
             return {"purgeLoopStarted": None}
         sfn = self.sfn
         if dr_region and self.regional_sfn is not None and arn.split(":")[3] != dr_region:
+            if not remote_loop:
+                return {"purgeLoopStarted": None, "purgeLoopRegion": dr_region, "purgeLoopDeferred": FAILBACK_STARTS}
             arn, sfn = in_region(arn, dr_region), self.regional_sfn(dr_region)
         try:
             if self._loops_still_running(sfn, arn):

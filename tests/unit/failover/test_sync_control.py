@@ -84,3 +84,28 @@ def test_start_reports_a_dr_region_it_cannot_reach_instead_of_failing() -> None:
 
     assert result["purgeLoopStarted"] is None
     assert result["purgeLoopRegion"] == "us-east-1" and "purgeLoopUnreachable" in result
+
+
+def test_a_failover_leaves_the_lost_dr_regions_loop_to_the_failback_without_calling_there() -> None:
+    local, peer = StepFunctions([], {}), StepFunctions([], {})
+    asked: list[str] = []
+
+    def regional(region: str) -> StepFunctions:
+        asked.append(region)
+        return peer
+
+    control = SyncControl(SyncSwitches(None, None, LOOP), None, None, local, regional_sfn=regional)
+
+    result = control.start(dr_region="us-east-1", remote_loop=False)
+
+    assert (asked, local.started, peer.started) == ([], [], [])
+    assert result["purgeLoopStarted"] is None and "failback" in result["purgeLoopDeferred"]
+
+
+def test_a_failover_still_starts_a_loop_in_its_own_region_for_a_pair_in_one_region() -> None:
+    local = StepFunctions([], {})
+    control = SyncControl(SyncSwitches(None, None, LOOP), None, None, local, regional_sfn=lambda _r: local)
+
+    result = control.start(dr_region=LOOP.split(":")[3], remote_loop=False)
+
+    assert len(local.started) == 1 and result["purgeLoopStarted"] is not None
