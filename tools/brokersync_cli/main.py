@@ -8,8 +8,13 @@ The harness is imported lazily so that ``brokersync render`` works without the d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import traceback
+from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from brokersync.topology import load_topology  # noqa: PLC0415
 
     topology = load_topology(args.topology)
-    base = Path(args.base).read_text(encoding="utf-8") if args.base else None
+    with user_input(f"--base {args.base}"):
+        base = Path(args.base).read_text(encoding="utf-8") if args.base else None
     document = render_configuration(topology, args.role, base=base)
     if args.out:
         out_dir = Path(args.out)
@@ -50,7 +56,9 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 def _cmd_cost(args: argparse.Namespace) -> int:
     from brokersync_cli.cost import load_prices, report  # noqa: PLC0415
 
-    print(json.dumps(report(args.rate or [100.0, 1000.0], load_prices(args.prices)), indent=2))
+    with user_input(f"--prices {args.prices}"):
+        prices = load_prices(args.prices)
+    print(json.dumps(report(args.rate or [100.0, 1000.0], prices), indent=2))
     return 0
 
 
@@ -130,9 +138,50 @@ def _add_demo_and_drill(sub: Any) -> None:
     drill.set_defaults(func=_cmd_drill)
 
 
+DESCRIPTION = """\
+BrokerSync keeps an Amazon MQ for ActiveMQ DR broker in sync with its primary:
+every message copied, every message consumed on the primary removed from DR.
+This command renders broker configurations, estimates cost, reconciles, and runs
+the local world (a real ActiveMQ pair with moto as AWS) with its demo and drills.
+"""
+
+EPILOG = """\
+examples:
+  brokersync render --role primary --out build/     the primary's configuration
+  brokersync cost --rate 500                        monthly AWS cost at 500 msg/s
+  brokersync drill --mode failover --report out/    a measured failover, locally
+  brokersync local up && brokersync local status    the local pair
+
+exit codes:
+  0  done, or healthy
+  1  failed, or not healthy (the message on stderr says why)
+  2  usage: a bad option, or an input file or value that cannot be used
+  130  interrupted
+
+Set BROKERSYNC_DEBUG=1 to see the traceback behind an error message.
+"""
+
+
+class UsageError(Exception):
+    """What the user gave cannot be used (exit 2): a file, a name, a value."""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("brokersync")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="brokersync", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="brokersync",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"brokersync {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     render = sub.add_parser("render", help="render an Amazon MQ broker configuration from the topology")
     render.add_argument("--topology", default="topology.yaml", help="topology file (default: topology.yaml)")
@@ -192,13 +241,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _harness_errors() -> tuple[type[Exception], ...]:
+    """The local harness's own error, when the harness is there (``render`` works without it)."""
+    try:
+        from brokersync_local.errors import LocalWorldError  # noqa: PLC0415
+    except ImportError:
+        return ()
+    return (LocalWorldError,)
+
+
+def _fail(error: Exception, code: int) -> int:
+    """One line on stderr, no traceback (unless BROKERSYNC_DEBUG is set), and the exit code."""
+    if os.environ.get("BROKERSYNC_DEBUG"):
+        traceback.print_exception(error)
+    print(f"brokersync: {error}", file=sys.stderr)
+    return code
+
+
+@contextlib.contextmanager
+def user_input(what: str) -> Iterator[None]:
+    """Reading what the user named (a file, a name in it): any failure is theirs to fix (exit 2)."""
+    try:
+        yield
+    except (OSError, ValueError, BrokerSyncError) as e:  # pydantic's ValidationError is a ValueError
+        raise UsageError(f"{what}: {e}") from e
+
+
+def _check_topology(args: argparse.Namespace) -> None:
+    """Every command that takes --topology refuses a missing or invalid one before starting anything."""
+    path = getattr(args, "topology", None)
+    if path is None:
+        return
+    from brokersync.topology import load_topology  # noqa: PLC0415
+
+    with user_input(f"--topology {path}"):
+        load_topology(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_topology(args)
         return int(args.func(args))
-    except BrokerSyncError as e:
-        print(f"brokersync: {e}", file=sys.stderr)
-        return 2
+    except UsageError as e:
+        return _fail(e, 2)
+    except (BrokerSyncError, *_harness_errors()) as e:
+        return _fail(e, 1)
     except KeyboardInterrupt:
         # Commands that start processes stop them in their own handlers; one reaching here was
         # interrupted before it started anything (while importing, say): say so, not a traceback.

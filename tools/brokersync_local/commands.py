@@ -102,9 +102,12 @@ def run(args: argparse.Namespace) -> int:
         elif args.local_command == "down":
             world.down()
         else:
-            for key, state in world.status().items():
+            states = world.status()
+            for key, state in states.items():
                 details = " ".join(f"{k}={v}" for k, v in state.items() if k != "state")
                 print(f"{key:8} {state['state']:28} {details}")
+            # The exit code says it too (0: everything running), for scripts and CI.
+            return 0 if all(state["state"] == "running" for state in states.values()) else 1
     except LocalWorldError as e:
         print(f"brokersync local: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,80 @@
+"""The CLI's conventions: help for people, a version, exit codes that mean one thing, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brokersync_cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPOLOGY = str(ROOT / "topology.yaml")
+
+
+def test_help_is_plain_text_with_examples_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    assert "examples:" in out and "exit codes:" in out
+    assert "``" not in out and ":class:" not in out
+
+
+def test_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith("brokersync ")
+
+
+def test_an_unknown_option_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["render", "--role", "tertiary"])
+
+    assert exited.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["render", "--role", "primary", "--topology", "/nonexistent/topology.yaml"],
+        ["drill", "--mode", "failover", "--topology", "/nonexistent/topology.yaml"],
+        ["render", "--role", "primary", "--topology", TOPOLOGY, "--base", "/nonexistent/base.xml"],
+        ["cost", "--prices", "/nonexistent/prices.json"],
+    ],
+)
+def test_a_missing_input_file_is_a_usage_error_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("brokersync: ") and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_an_invalid_topology_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topology = tmp_path / "topology.yaml"
+    topology.write_text("version: 1\nbrokers: []\n", encoding="utf-8")
+
+    assert main(["drill", "--mode", "failover", "--topology", str(topology), "--state-dir", str(tmp_path / "s")]) == 2
+    assert "brokers" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_an_unknown_price_name_names_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"usd_per_lambda_gb_secnd": 1.0}), encoding="utf-8")
+
+    assert main(["cost", "--prices", str(prices)]) == 2
+    err = capsys.readouterr().err
+    assert "usd_per_lambda_gb_secnd" in err and "known:" in err
+
+
+def test_a_debug_run_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("BROKERSYNC_DEBUG", "1")
+
+    assert main(["cost", "--prices", "/nonexistent/prices.json"]) == 2
+    assert "Traceback" in capsys.readouterr().err
