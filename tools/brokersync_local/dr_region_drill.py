@@ -127,6 +127,7 @@ class DrRegionLossDrill(RegionLossDrill):
             "rate": self.settings.rate,
             "duration_s": self.settings.duration,
             "unconfirmed_sends": len(set(self.log.sent) - produced),
+            "warm_up_s": self.facts.get("warm_up_s"),
         }
         if self.settings.report:
             result["report"] = self._write_report(result, primary, dr)

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,6 +60,9 @@ REGION_MODES = ("region-loss", "dr-region-loss", "round-trips")
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
 
 
+#: Messages carried end to end before a drill's clock starts, and how long they may take.
+WARM_UP_MESSAGES = 40
+WARM_UP_TIMEOUT_S = 120.0
 #: Nothing pending for this long counts as settled: a relay pass (1 s) and replication lag (1 s).
 SETTLE_QUIET_S = 3.0
 
@@ -179,6 +183,8 @@ class Drill:
         try:
             self.phase = "deploying from template.yaml into moto"
             self._deploy()
+            self.phase = "warming up: a few messages through copy, capture and purge"
+            self.facts["warm_up_s"] = self._warm_up()
             self.risk = RiskSampler(
                 self.topology, self.queue, self.connectors, self._risk_ledger, lambda: self.timeline.started
             )
@@ -215,6 +221,45 @@ class Drill:
     def _stop_world(self) -> None:
         if not self.settings.keep:
             self.world.destroy()
+
+    def _warm_up(self, messages: int = WARM_UP_MESSAGES, timeout_s: float = WARM_UP_TIMEOUT_S) -> float:
+        """Carry a few messages end to end (copied, consumed, captured, purged) before the clock starts.
+
+        A pair that has just started is not the steady state an operator fails over from: the
+        functions' first invocations import and connect, the bridges form. Measured from a cold
+        start, a kill in the first seconds counted that transient (keys pending for 10 s) as the
+        purge's lag. Returns the seconds it took; raises when sync does not work at all.
+        """
+        primary, dr = self.topology.primary.name, self.topology.dr.name
+        log = TrafficLog()
+        producer, consumer = Producer(self.queue, log, float(messages)), Consumer(self.queue, log)
+        started = time.monotonic()
+        deadline = started + timeout_s
+        for client in (producer, consumer):
+            client.move_to(primary, self.connectors[primary])
+            client.start()
+        try:
+            while len(log.confirmed) < messages and time.monotonic() < deadline:
+                time.sleep(0.1)
+            producer.stop()
+            keys = set(log.confirmed)
+            while not keys <= set(log.consumed) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            producer.stop()
+            consumer.stop()
+        if not keys:
+            raise LocalWorldError(f"no warm-up message was confirmed by {primary} within {timeout_s:.0f}s")
+        window = timedelta(hours=1)
+        while time.monotonic() < deadline:
+            captured = all(self.ledger.was_consumed(self.queue, key, window) for key in keys)
+            if captured and not self.ledger.pending(self.queue, limit=1) and not keys & self._keys_on(dr):
+                return round(time.monotonic() - started, 3)
+            time.sleep(0.5)
+        raise LocalWorldError(
+            f"sync did not carry {messages} warm-up messages end to end within {timeout_s:.0f}s "
+            f"(consumed {len(set(log.consumed) & keys)} of {len(keys)} on {primary}): see the drill's logs"
+        )
 
     def _start_applications(self, broker: str) -> tuple[Producer, Consumer]:
         """The drill's producer and consumer, running on ``broker``; the timeline starts with them."""
@@ -364,6 +409,7 @@ class Drill:
             "unconfirmed_sends": len(set(self.log.sent) - produced),
             "left_on_new_primary": len(on_new),
             "pair_region": self._pair_region(),  # None: two regions
+            "warm_up_s": self.facts.get("warm_up_s"),
         }
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])

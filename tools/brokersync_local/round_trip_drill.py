@@ -102,6 +102,7 @@ class RoundTripDrill(RegionLossDrill):
             "rate": self.settings.rate,
             "duration_s": self.settings.duration,
             "unconfirmed_sends": len(set(self.log.sent) - produced),
+            "warm_up_s": self.facts.get("warm_up_s"),
         }
         if self.settings.report:
             other = names[1] if primary == names[0] else names[0]
