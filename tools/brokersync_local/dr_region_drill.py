@@ -14,37 +14,18 @@ lost, nothing consumed on DR, and no consumed message left on it.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_PURGE_MISSING_AFTER_S
+from brokersync_local.alarm_evaluator import emf_datapoints
 from brokersync_local.browsing import browse
 from brokersync_local.region_drill import RegionLossDrill
 
 #: The purge's missing cutoff in this drill: far below the outage, so the copy path decides.
 MISSING_AFTER_S = 3.0
 PURGE_FUNCTION = "PurgeDrFunction"
-
-
-def emitted_total(log: Path, metric: str) -> float:
-    """The sum of one metric over a function's log of embedded-metric-format lines."""
-    total = 0.0
-    if not log.exists():
-        return total
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        value = record.get(metric) if isinstance(record, dict) and "_aws" in record else None
-        if isinstance(value, list):
-            total += sum(v for v in value if isinstance(v, int | float))
-        elif isinstance(value, int | float):
-            total += value
-    return total
 
 
 class DrRegionLossDrill(RegionLossDrill):
@@ -96,7 +77,10 @@ class DrRegionLossDrill(RegionLossDrill):
     def _purge_metric_total(self, metric: str) -> int:
         """What the purge in the DR's region reported for ``metric`` over the drill."""
         log = self.world.state_dir / f"aws-{self.away}" / "functions" / f"brokersync-{PURGE_FUNCTION}.log"
-        return int(emitted_total(log, metric))
+        if not log.exists():
+            return 0
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        return int(sum(p.value for p in emf_datapoints(lines) if p.metric == metric))
 
     def _dr_outcome(self, primary: str, dr: str, pending_after: int, outage_s: float) -> dict[str, Any]:
         with self.log.lock:

@@ -112,6 +112,8 @@ class Drill:
         self.phase = "starting a fresh local pair"
         self.primary_now = self.topology.primary.name
         self.ready = threading.Event()
+        #: What was at risk over time, sampled once sync runs (None before).
+        self.risk: RiskSampler | None = None
 
     # -- set-up ---------------------------------------------------------------------------------
     def _pair_region(self) -> str | None:
@@ -201,15 +203,15 @@ class Drill:
 
     def _risk_ledger(self) -> LedgerStore | None:
         """The ledger replica the purge works in (None while it cannot be read)."""
-        return getattr(self, "ledger", None)
+        return self.ledger
 
     def _stop_risk(self) -> None:
-        if getattr(self, "risk", None) is not None:
+        if self.risk is not None:
             self.risk.stop()
 
     def _write_report(self, result: dict[str, Any], old: str, new: str) -> str:
         """The HTML report (traffic, what was at risk, the windows); the peaks join the outcome."""
-        samples = list(self.risk.samples) if getattr(self, "risk", None) is not None else []
+        samples = list(self.risk.samples) if self.risk is not None else []
         result |= peaks(samples)
         assert self.settings.report is not None
         return str(write_report(self.settings.report, result, self.log, self.timeline, old, new, samples))
@@ -383,6 +385,13 @@ class Drill:
 
     # -- counting ---------------------------------------------------------------------------------
     def _outcome(self, old: str, new: str) -> dict[str, Any]:
+        """The counts, and the report over all of them (a subclass's included)."""
+        result = self._counts(old, new)
+        if self.settings.report:
+            result["report"] = self._write_report(result, old, new)
+        return result
+
+    def _counts(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
         old_alive = settings.mode != "failover"
         pending_after = self._settle_purge() if old_alive else None
@@ -419,8 +428,6 @@ class Drill:
         if settings.mode in ("failback", "region-loss"):
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
-        if settings.report:
-            result["report"] = self._write_report(result, old, new)
         return result
 
 

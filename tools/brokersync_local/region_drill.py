@@ -183,11 +183,11 @@ class RegionLossDrill(Drill):
             loops[region] = len(running["executions"])
         return loops
 
-    def _outcome(self, old: str, new: str) -> dict[str, Any]:
+    def _counts(self, old: str, new: str) -> dict[str, Any]:
         self.facts["pending_purge_at_kill"] = len(
             self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
         )
-        result = super()._outcome(old, new)
+        result = super()._counts(old, new)
         result |= {
             "regions": {"lost_and_returned": self.home, "survivor": self.away},
             "relay_overlap_s": round(self._relay_overlap_s(), 3),
