@@ -39,6 +39,11 @@ def _leftovers(state_dir: Path, aws_port: int) -> list[str]:
     return found
 
 
+#: The demo starts with SIGINT ignored, as a non-interactive shell starts a background job (and as
+#: some CI runners start their steps): Ctrl-C must stop it all the same.
+AS_A_BACKGROUND_JOB = ["sh", "-c", 'trap "" INT; exec "$0" "$@"']
+
+
 def test_a_headless_switchover_demo_loses_nothing_and_duplicates_nothing(project_root: Path, tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
     args = (
@@ -76,7 +81,8 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
 ) -> None:
     state_dir = tmp_path / "demo"
     demo = subprocess.Popen(
-        [sys.executable, "-m", "brokersync_cli.main", "demo", "--headless", "--rate", "50", "--duration", "120",
+        [*AS_A_BACKGROUND_JOB, sys.executable, "-m", "brokersync_cli.main", "demo", "--headless",
+         "--rate", "50", "--duration", "120",
          "--state-dir", str(state_dir), "--report", "", "--port-offset", str(PORT_OFFSET + 10)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -75,7 +75,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_drill(args: argparse.Namespace) -> int:
-    from brokersync_local.drill import DrillSettings, run_drill  # noqa: PLC0415 (dev-only harness)
+    from brokersync_local.drill import DrillSettings, run_drill, stop_on_interrupt  # noqa: PLC0415 (dev-only harness)
 
     settings = DrillSettings(
         mode=args.mode,
@@ -88,6 +88,7 @@ def _cmd_drill(args: argparse.Namespace) -> int:
         seed=args.seed,
         keep=args.keep,
     )
+    stop_on_interrupt()
     outcome = run_drill(settings, out=lambda line: print(line, file=sys.stderr))
     print(json.dumps(outcome))
     return 0

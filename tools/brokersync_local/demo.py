@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Literal
 
 from brokersync_local.background import BackgroundLoop
-from brokersync_local.drill import Drill, DrillSettings
+from brokersync_local.drill import Drill, DrillSettings, stop_on_interrupt
 from brokersync_local.live_view import Sampler, plain_lines, rich_view
 from brokersync_local.world import WorldPorts
 
@@ -155,15 +153,6 @@ def print_summary(outcome: dict[str, Any], live: bool) -> None:
         print(f"  {name}: {value}")
 
 
-def _interrupt_on_sigterm() -> None:
-    """``kill PID`` stops the demo as Ctrl-C does: through the tear-down, not around it."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def main_demo(args: Any) -> int:
     settings = DemoSettings(
         topology=Path(args.topology),
@@ -176,7 +165,7 @@ def main_demo(args: Any) -> int:
         headless=args.headless,
         ports=DEMO_PORTS.shifted(args.port_offset),
     )
-    _interrupt_on_sigterm()
+    stop_on_interrupt()
     # stomp.py logs every refused reconnect while a broker reboots; the view already says why.
     logging.getLogger("stomp.py").setLevel(logging.CRITICAL)
     live = not settings.headless and sys.stdout.isatty()

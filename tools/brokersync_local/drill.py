@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from types import FrameType
 from typing import Any, Literal
 
 import boto3
@@ -429,6 +430,21 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         return result
+
+
+def stop_on_interrupt() -> None:
+    """Ctrl-C and ``kill PID`` stop a demo or a drill through its tear-down, wherever it was started.
+
+    A process started with SIGINT ignored (a background job of a non-interactive shell, as
+    some CI runners start their steps) inherits that, and Python then installs no Ctrl-C
+    handler at all: the run could not be interrupted. Both signals raise KeyboardInterrupt.
+    """
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @contextlib.contextmanager
