@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_PURGE_MISSING_AFTER_S, runtime_topology, seconds_setting
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.role_gate import RoleGate
@@ -39,6 +40,8 @@ GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env())
 MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
 _MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
 SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
+#: Kept across the warm environment's invocations, so that sweeps keep their pace.
+LATE_COPIES = LateCopySweep()
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
 #: Seconds before the invocation's end by which a purge round stops starting selector groups.
 HARD_MARGIN_S = 8.0
@@ -91,6 +94,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         metrics=metrics,
         dr_statistics=StatisticsClient(dr),
         primary_statistics=_primary_statistics(topology),
+        late_copies=LATE_COPIES,
     )
     remaining_s = context.get_remaining_time_in_millis() / 1000
     budget = min(MAX_SECONDS, remaining_s - 10)

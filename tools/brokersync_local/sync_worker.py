@@ -37,6 +37,7 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import RecordingMetrics
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService
 from brokersync.role_gate import RoleGate, Standing
@@ -208,6 +209,7 @@ def _purge_service(topology: Topology, ledger: Ledger) -> PurgeService:
         topology,
         dr_statistics=StatisticsClient(dr),
         primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
+        late_copies=LateCopySweep(),
     )
 
 

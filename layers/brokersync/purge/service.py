@@ -32,6 +32,7 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerStore, PendingKey
 from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Topology
 
@@ -92,9 +93,12 @@ class PurgeService:
         metrics: MetricsSink | None = None,
         dr_statistics: StatisticsClient | None = None,
         primary_statistics: StatisticsClient | None = None,
+        late_copies: LateCopySweep | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.dr_statistics = dr_statistics
+        #: Sweeps for the bridge's late copies of purged messages (None: never swept).
+        self.late_copies = late_copies
         self.primary_statistics = primary_statistics
         self.ledger = ledger
         self.remover = remover
@@ -132,6 +136,10 @@ class PurgeService:
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline and not (stop and stop.is_set()):
             progress = 0
+            if self.late_copies is not None and self.late_copies.due():
+                progress += self.late_copies.sweep(
+                    self.ledger, self.remover, self.topology, self.metrics, deadline=hard_deadline
+                )
             for queue in (q for q in self.topology.queues if q.captures_consumed):
                 result = self.purge_queue(queue.name, deadline=hard_deadline)
                 summary = report.queues.setdefault(queue.name, QueueReport())

@@ -82,16 +82,15 @@ class QueueBrowser:
         self.idle_timeout_s = idle_timeout_s
         self.prefetch = prefetch
 
-    def lines(self, queue: Queue) -> Iterator[SnapshotLine]:
+    def lines(self, queue: Queue, selector: str | None = None) -> Iterator[SnapshotLine]:
+        """Every message of ``queue`` (those ``selector`` selects, if given), in queue order."""
         inbox = FrameInbox()
         connection = self.connector.connect(inbox, name=f"brokersync-snapshot-{queue.name}")
+        headers = {"browser": "true", "activemq.prefetchSize": str(self.prefetch)}
+        if selector:
+            headers["selector"] = selector
         try:
-            connection.subscribe(
-                f"/queue/{queue.name}",
-                id="snapshot",
-                ack="auto",
-                headers={"browser": "true", "activemq.prefetchSize": str(self.prefetch)},
-            )
+            connection.subscribe(f"/queue/{queue.name}", id="snapshot", ack="auto", headers=headers)
             while True:
                 try:
                     item = inbox.frames.get(timeout=self.idle_timeout_s)

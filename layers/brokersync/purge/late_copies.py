@@ -1,0 +1,114 @@
+"""Copies that reach DR after their message was purged: the bridge's redeliveries after a reconnect.
+
+When the bridge's connection breaks with copies in flight (a network blip between regions, a
+region partitioned and back), the DR broker may have stored some of them while their acks never
+reached the primary. The primary then redelivers those over the new connection, with their
+redelivery counter raised. If the purge removed the first copy in between, ActiveMQ stores the
+second one (its store rejects only a duplicate it still holds), while the ledger already says
+purged, so no round would ever look for it again: a consumed message stays on DR, a duplicate
+after the next failover. Measured in the local world: a DR region partitioned for 12 s left 4
+to 23 such copies.
+
+Such a copy is always marked redelivered (the primary raised its counter before resending), and
+on a DR queue little else is: DR queues have no consumers, and the purge never redelivers what
+it does not remove. So every ``interval_s`` the sweep browses each synced DR queue with the
+selector ``JMSRedelivered = TRUE`` (a browse: nothing delivered, nothing counted), keeps the
+copies whose message id the ledger holds as consumed, and removes those by message id as the
+purge removes any message. A redelivered copy the ledger does not hold as consumed stays: the
+only copy of a message still on the primary is one of those, and the invariant holds for it.
+The ledger is asked as the consumer-side dedupe asks it (``DEFAULT_CONSUME_LAG``): a late copy
+of a message consumed later than that after it was produced is left to the reconciliation.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from brokersync.broker.stomp import StompConnector
+from brokersync.exceptions import BrokerSyncError
+from brokersync.ledger.base import LedgerStore
+from brokersync.ledger.ledger import DEFAULT_CONSUME_LAG
+from brokersync.metrics import MetricsSink
+from brokersync.purge.remover import SelectorRemover
+from brokersync.snapshot.browser import QueueBrowser
+from brokersync.topology import Queue, Topology
+
+logger = logging.getLogger(__name__)
+
+#: What selects the bridge's redelivered copies on a DR queue.
+REDELIVERED = "JMSRedelivered = TRUE"
+
+
+@dataclass
+class LateCopySweep:
+    """Removes redelivered copies of consumed messages; one instance per warm process (it keeps the pace)."""
+
+    #: Seconds between sweeps (a browse of each DR queue with a selector).
+    interval_s: float = 10.0
+    #: Redelivered copies read per queue per sweep; more wait for the next sweep.
+    max_copies: int = 500
+    #: Browse idle timeout: a DR broker that sends nothing for this long fails the sweep.
+    browse_timeout_s: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+    _last: float | None = field(default=None, init=False)
+
+    def due(self) -> bool:
+        return self._last is None or self.clock() - self._last >= self.interval_s
+
+    def sweep(
+        self,
+        ledger: LedgerStore,
+        remover: SelectorRemover,
+        topology: Topology,
+        metrics: MetricsSink,
+        *,
+        deadline: float | None = None,
+    ) -> int:
+        """One sweep over every queue whose consumption is captured; the number of late copies removed."""
+        self._last = self.clock()
+        removed = 0
+        for queue in (q for q in topology.queues if q.captures_consumed):
+            consumed = self._consumed_copies(ledger, remover.connector, queue)
+            if not consumed:
+                continue
+            result = remover.remove(queue.name, consumed, deadline=deadline)
+            removed += len(result.removed)
+            if result.removed:
+                logger.warning(
+                    "%d late copies of consumed messages removed from %s (bridge redeliveries)",
+                    len(result.removed),
+                    queue.name,
+                )
+            if result.error is not None:
+                metrics.add_metric("LateCopiesRemoved", "Count", removed)
+                raise result.error
+        metrics.add_metric("LateCopiesRemoved", "Count", removed)
+        return removed
+
+    def _consumed_copies(self, ledger: LedgerStore, connector: StompConnector, queue: Queue) -> list[str]:
+        """Message ids of redelivered copies on ``queue`` that the ledger holds as consumed."""
+        browser = QueueBrowser(connector, idle_timeout_s=self.browse_timeout_s, prefetch=self.max_copies)
+        lines = browser.lines(queue, selector=REDELIVERED)
+        copies = []
+        try:
+            for line in lines:
+                copies.append(line)
+                if len(copies) >= self.max_copies:
+                    break
+        finally:
+            lines.close()
+        consumed = []
+        for line in copies:
+            if not line.key or not line.message_id:
+                continue
+            try:
+                entries = ledger.consumed_entries(queue.name, line.key, DEFAULT_CONSUME_LAG)
+            except (BrokerSyncError, ValueError) as e:  # a key the ledger cannot hold was never recorded
+                logger.info("late copy %s of %s not checked: %s", line.message_id, queue.name, e)
+                continue
+            if any(entry.message_id == line.message_id for entry in entries):
+                consumed.append(line.message_id)
+        return consumed

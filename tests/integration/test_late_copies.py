@@ -1,0 +1,55 @@
+"""Late copies on the real pair: a redelivered copy of a purged message leaves DR, nothing else does.
+
+After a bridge reconnect the primary resends the copies whose acks it never got, with their
+redelivery counter raised; when the purge already removed the first copy, the resent one is
+stored, and the ledger says purged. The test builds that state directly (both copies on DR
+marked redelivered, one of them consumed on the primary and already marked purged) and runs
+the sweep: the consumed one goes, the unconsumed one stays and is not delivered to anyone.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ulid import ULID
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.ledger import memory_ledger
+from brokersync.ledger.base import LedgerEntry
+from brokersync.metrics import RecordingMetrics
+from brokersync.purge.late_copies import LateCopySweep
+from brokersync.purge.remover import SelectorRemover
+from brokersync.topology import Topology
+from tests.integration.stomp_helpers import receive
+from tests.integration.test_exact_removal import copies_settled, dr_state, produce
+
+pytestmark = pytest.mark.broker
+
+
+def test_a_redelivered_copy_of_a_purged_message_is_removed_and_an_unconsumed_one_stays_untouched(
+    topology: Topology, primary: StompConnector, dr: StompConnector
+) -> None:
+    consumed_key, kept_key = str(ULID()), str(ULID())
+    produce(primary, "ORDERS", [consumed_key, kept_key])
+    copies_settled(primary, topology)
+    [consumed] = receive(primary, "ORDERS", 1, selector=f"JMSCorrelationID = '{consumed_key}'")
+    # Both copies on DR delivered once and not acked: marked redelivered, as the bridge's resends are.
+    assert len(receive(dr, "ORDERS", 2, ack=False)) == 2
+    on_dr, redelivered = dr_state(dr)
+    assert on_dr == redelivered and len(on_dr) == 2
+    ledger = memory_ledger()
+    ledger.record("ORDERS", [LedgerEntry(consumed_key, int(time.time() * 1000), consumed.headers["message-id"])])
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))  # the first copy's purge: the ledger says done
+    dequeued_before = StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count
+    metrics = RecordingMetrics()
+
+    removed = LateCopySweep().sweep(ledger, SelectorRemover(dr), topology, metrics)
+
+    on_dr_after, redelivered_after = dr_state(dr)
+    assert removed == 1 and metrics.total("LateCopiesRemoved") == 1
+    assert consumed.headers["message-id"] not in on_dr_after
+    assert on_dr_after == redelivered_after == on_dr - {consumed.headers["message-id"]}
+    # The unconsumed copy was browsed, never delivered: one dequeue, the removed copy's.
+    assert StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count == dequeued_before + 1
