@@ -32,7 +32,7 @@ from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
-from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.roles import RoleAssignment, RoleStore, apply_roles
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
 #: A failback catches up with the new primary's copy backlog until at most this many copies wait.
@@ -145,7 +145,10 @@ class FailoverSteps:
         if current and current.status == "in-progress":
             transition = current
         else:
-            transition = Transition("FAILBACK", assignment.dr, assignment.primary, execution, self._now_ms())
+            # The rejoining broker is the topology's other broker, not the name the record kept: a
+            # pair re-paired with a broker in a third region names the new broker only in the topology.
+            rejoining = apply_roles(self.env.topology, assignment).dr.name
+            transition = Transition("FAILBACK", rejoining, assignment.primary, execution, self._now_ms())
             self.env.transitions.write(transition)
         return self._context(transition, request, "FAILBACK")
 
@@ -305,8 +308,9 @@ class FailoverSteps:
         done = assignment.primary == ctx.target if ctx.mode != "FAILBACK" else assignment.reason == reason
         if done:
             return {"primary": assignment.primary, "dr": assignment.dr, "epoch": assignment.epoch, "changed": False}
-        # A failback's roles already name the rejoining broker DR; its epoch records that it is synced again.
-        updated = assignment.next(reason) if ctx.mode == "FAILBACK" else assignment.swapped(reason)
+        # A failback's epoch records that the rejoining broker is synced again, and names it DR (a
+        # broker in a third region replaces the lost one in the record too).
+        updated = assignment.next(reason, dr=ctx.source) if ctx.mode == "FAILBACK" else assignment.swapped(reason)
         self.env.roles.write(updated)
         return {"primary": updated.primary, "dr": updated.dr, "epoch": updated.epoch, "changed": True}
 

@@ -174,3 +174,25 @@ def test_two_executions_that_both_found_no_transition_cannot_both_start_one(step
 
     with pytest.raises(TransitionConflictError, match="exec-a"):
         second.write(Transition("SWITCHOVER", "orders-use1", "orders-usw2", "exec-b", 2))
+
+
+def test_a_failback_after_a_re_pair_rejoins_the_new_broker_the_topology_names_and_records_it(
+    steps: FailoverSteps,
+) -> None:
+    """The old primary's region is gone for good: its entry in the topology is replaced with a
+    broker in a third region, while the role record written by the failover still names it."""
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.complete(ctx)
+    lost = next(b for b in steps.env.topology.brokers if b.name == "orders-use1")
+    third = lost.model_copy(update={"name": "orders-euw1", "region": "eu-west-1"})
+    steps.env.topology = steps.env.topology.model_copy(
+        update={"brokers": [third if b.name == "orders-use1" else b for b in steps.env.topology.brokers]}
+    )
+
+    back = steps.plan_failback({}, "exec-2")
+    steps.swap_roles(back, "exec-2")
+
+    assert (back.source, back.target) == ("orders-euw1", "orders-usw2")
+    record = steps.env.roles.read()
+    assert record is not None and (record.primary, record.dr) == ("orders-usw2", "orders-euw1")
