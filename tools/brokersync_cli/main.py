@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
-from brokersync_cli import reconcile
+from brokersync_cli import operations, reconcile
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -151,6 +151,7 @@ examples:
   brokersync render --role primary --out build/     the primary's configuration
   brokersync cost --rate 500                        monthly AWS cost at 500 msg/s
   brokersync drill --mode failover --report out/    a measured failover, locally
+  brokersync apply-config --role primary --reboot   the primary's configuration, applied
   brokersync local up && brokersync local status    the local pair
 
 exit codes:
@@ -233,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     burst.set_defaults(func=_cmd_copy_burst)
 
     _add_demo_and_drill(sub)
+    operations.add_parsers(sub)
     reconcile.add_parser(sub)
 
     cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
