@@ -46,11 +46,28 @@ def _broker_playing(role: str, topology: Any, pair: str | None) -> str:
 
 def cmd_apply_config(args: argparse.Namespace) -> int:
     from brokersync import runtime  # noqa: PLC0415
-    from brokersync.failover.apply_config import apply_role_configuration  # noqa: PLC0415
+    from brokersync.broker.statistics import StatisticsClient  # noqa: PLC0415
+    from brokersync.failover.apply_config import apply_role_configuration, wait_for_relay  # noqa: PLC0415
+    from brokersync.failover.errors import ConfigurationApplyError  # noqa: PLC0415
     from brokersync.topology import load_topology  # noqa: PLC0415
 
     topology = load_topology(args.topology)
     broker = args.broker or _broker_playing(args.role, topology, args.pair)
+    entry = next(b for b in topology.brokers if b.name == broker) if args.role == "primary" else None
+
+    def before_reboot() -> None:
+        if entry is None or args.no_relay_wait:
+            return
+        try:
+            connector = runtime.broker_connector(entry)
+        except Exception as e:  # Secrets Manager's errors come wrapped by powertools
+            raise ConfigurationApplyError(
+                f"cannot read {entry.credentials_secret} to watch the relay before the reboot ({e}); "
+                "--no-relay-wait reboots without watching"
+            ) from e
+        _progress(f"{broker}: waiting for the relay to take every consumed advisory before the reboot")
+        wait_for_relay(StatisticsClient(connector), args.relay_wait, progress=_progress)
+
     applied = apply_role_configuration(
         runtime.broker_control(topology),
         topology,
@@ -60,6 +77,7 @@ def cmd_apply_config(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         poll_s=args.poll,
         progress=_progress,
+        before_reboot=before_reboot,
     )
     print(json.dumps(asdict(applied)))
     return 0
@@ -77,6 +95,14 @@ def add_parsers(sub: Any) -> None:
     apply.add_argument("--broker", help="broker name in the topology (default: the broker playing ROLE now)")
     apply.add_argument("--pair", help="PairName of the stacks: read who plays ROLE from the role record")
     apply.add_argument("--reboot", action="store_true", help="reboot the broker onto the revision and wait for it")
+    apply.add_argument(
+        "--relay-wait",
+        type=float,
+        default=120.0,
+        help="primary: seconds to wait for the relay to take every consumed advisory before the reboot (120);"
+        " stop the consumers first and none is lost",
+    )
+    apply.add_argument("--no-relay-wait", action="store_true", help="reboot a primary without waiting for the relay")
     apply.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for RUNNING (default 1800)")
     apply.add_argument("--poll", type=float, default=10.0, help="seconds between state checks (default 10)")
     apply.add_argument(

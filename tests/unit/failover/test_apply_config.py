@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from brokersync.failover.apply_config import apply_role_configuration
+from brokersync.broker.statistics import QueueStats
+from brokersync.failover.apply_config import apply_role_configuration, wait_for_relay
 from brokersync.failover.control_plane import AppliedConfiguration
 from brokersync.failover.errors import ConfigurationApplyError
 from brokersync.render import render_configuration
-from brokersync.topology import Topology, load_topology
+from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
 
 
 class _Broker:
@@ -109,3 +110,36 @@ def test_a_reboot_that_outlasts_the_timeout_is_an_error(topology: Topology) -> N
 def test_a_broker_the_topology_does_not_name_is_refused(topology: Topology) -> None:
     with pytest.raises(ConfigurationApplyError, match="no broker 'orders-euw1'"):
         apply_role_configuration(_dr_broker(topology), topology, "orders-euw1", "dr")  # type: ignore[arg-type]
+
+
+class _Advisories:
+    """The primary's advisory queue as the statistics plugin reports it, one read at a time."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+
+    def queue_stats(self, names: list[str]) -> dict[str, Any]:
+        size = self.sizes.pop(0) if len(self.sizes) > 1 else self.sizes[0]
+        return {CONSUMED_QUEUE: QueueStats(CONSUMED_QUEUE, size, 0, 0, 0, 0, 0, 1, "b-1", "orders-usw2")}
+
+
+def test_a_primary_reboots_only_once_the_relay_has_taken_every_advisory() -> None:
+    advisories = _Advisories([40, 3, 0, 0])
+
+    assert wait_for_relay(advisories, poll_s=0) == 0  # type: ignore[arg-type]
+    assert advisories.sizes == [0]
+
+
+def test_advisories_still_queued_at_the_timeout_are_reported_not_waited_for_forever() -> None:
+    ticks = iter(range(100))
+    lines: list[str] = []
+
+    left = wait_for_relay(
+        _Advisories([7]),  # type: ignore[arg-type]
+        timeout_s=5,
+        progress=lines.append,
+        clock=lambda: float(next(ticks)),
+        sleep=lambda _s: None,
+    )
+
+    assert left == 7 and "7 consumed advisories still queued" in lines[-1]
