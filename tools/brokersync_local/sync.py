@@ -33,6 +33,8 @@ class SyncWorkers:
         self.world = world
         self.topology_path = Path(topology_path).resolve()
         self.pid_file = world.state_dir / "sync.json"
+        #: Workers this object started: a process just spawned may not show its command line yet.
+        self._started: dict[str, int] = {}
 
     def _pids(self) -> dict[str, int]:
         try:
@@ -61,7 +63,7 @@ class SyncWorkers:
             raise LocalWorldError("the local world is not running: `brokersync local up` first")
         if role_region is None:
             self.ensure_ledger()
-        pids = {name: pid for name, pid in self._pids().items() if self._alive(pid)}
+        pids = {name: pid for name, pid in self._pids().items() if self._alive(pid) or self._started.get(name) == pid}
         for worker in only:
             key = f"{worker}-{role_region}" if role_region else worker
             if key in pids:
@@ -87,7 +89,7 @@ class SyncWorkers:
                 start_new_session=True,
             )
             log_file.close()
-            pids[key] = process.pid
+            pids[key] = self._started[key] = process.pid
             log(f"started {key} (pid {process.pid})")
         self.pid_file.write_text(json.dumps(pids), encoding="utf-8")
         return pids
