@@ -90,3 +90,25 @@ def test_after_every_switchover_one_purge_loop_runs_in_the_dr_region_and_no_stal
 ) -> None:
     assert round_trips["loops_in_dr_region"] == [1, 1, 1, 1]
     assert round_trips["stale_loops_or_relays"] == 0
+
+
+@pytest.fixture(scope="module")
+def new_dr_region(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("new-dr-region")
+    return drill("new-dr-region", topology_path, base, PORTS, rate=150, duration=24, kill_at=10)
+
+
+def test_a_region_lost_for_good_loses_at_most_the_copies_in_its_bridge(new_dr_region: dict[str, Any]) -> None:
+    assert new_dr_region["regions"] == {"lost_for_good": "us-east-1", "survivor": "us-west-2", "new_dr": "eu-west-1"}
+    assert new_dr_region["lost"] <= new_dr_region["in_bridge_at_kill"]
+    assert new_dr_region["lost_not_in_bridge"] == 0
+    assert new_dr_region["duplicates"] <= new_dr_region["pending_purge_at_kill"]
+
+
+def test_the_survivor_re_paired_with_a_third_region_copies_to_it_and_purges_there(
+    new_dr_region: dict[str, Any],
+) -> None:
+    assert new_dr_region["apply_config"]["rebooted"] is True
+    assert new_dr_region["copied_after_repair"] > 0 and new_dr_region["not_copied_after_repair"] == 0
+    assert new_dr_region["already_consumed_on_new_dr"] == 0
+    assert new_dr_region["purge_loops_running"] == {"us-west-2": 0, "eu-west-1": 1}

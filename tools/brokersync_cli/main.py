@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 import traceback
@@ -89,13 +90,15 @@ def _cmd_drill(args: argparse.Namespace) -> int:
         keep=args.keep,
     )
     stop_on_interrupt()
+    # stomp.py logs every refused connect to a broker a drill killed or partitioned; the JSON says what happened.
+    logging.getLogger("stomp.py").setLevel(logging.CRITICAL)
     outcome = run_drill(settings, out=lambda line: print(line, file=sys.stderr))
     print(json.dumps(outcome))
     return 0
 
 
 #: brokersync_local.drill.DrillMode, spelled out so that --help needs no harness import (tested equal).
-DRILL_MODES = ["switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips"]
+DRILL_MODES = ["switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips", "new-dr-region"]
 
 
 def _add_demo_and_drill(sub: Any) -> None:
@@ -124,7 +127,8 @@ def _add_demo_and_drill(sub: Any) -> None:
         choices=DRILL_MODES,
         help="region-loss: the primary's whole region partitioned, failover in the other, the region back and fenced,"
         " then the failback; dr-region-loss: the DR region partitioned for longer than the purge's missing cutoff,"
-        " then back; round-trips: switchover and back, twice. These three run on two regions of their own",
+        " then back; round-trips: switchover and back, twice; new-dr-region: the primary's region lost for good and"
+        " the survivor re-paired with a broker in a third region. These four run on regions of their own",
     )
     drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
     drill.add_argument(

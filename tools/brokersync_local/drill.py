@@ -54,9 +54,11 @@ from brokersync_local.sync import SyncWorkers
 from brokersync_local.sync_worker import aws_environment
 from brokersync_local.world import LocalWorld, WorldPorts
 
-DrillMode = Literal["switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips"]
-#: Modes that run on two regions of their own (brokersync_local.regions).
-REGION_MODES = ("region-loss", "dr-region-loss", "round-trips")
+DrillMode = Literal[
+    "switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips", "new-dr-region"
+]
+#: Modes that run on regions of their own (brokersync_local.regions).
+REGION_MODES = ("region-loss", "dr-region-loss", "round-trips", "new-dr-region")
 #: A drill never shares ports with `brokersync local up` or the test suite's pair.
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
 
@@ -272,6 +274,7 @@ class Drill:
             client.move_to(broker, self.connectors[broker])
             client.start()
         self.timeline = Timeline()
+        self.applications = (producer, consumer)
         return producer, consumer
 
     def _run_traffic(self) -> dict[str, Any]:
@@ -392,9 +395,13 @@ class Drill:
             result["report"] = self._write_report(result, old, new)
         return result
 
+    def _old_primary_alive(self) -> bool:
+        """Whether the old primary can be read at the end (a failover killed it)."""
+        return self.settings.mode != "failover"
+
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
-        old_alive = settings.mode != "failover"
+        old_alive = self._old_primary_alive()
         pending_after = self._settle_purge() if old_alive else None
         with self.log.lock:
             produced = set(self.log.confirmed)
@@ -463,9 +470,15 @@ def _interrupts_deferred() -> Iterator[None]:
 def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:
     if settings.mode in REGION_MODES:  # they subclass Drill, so they are imported here
         from brokersync_local.dr_region_drill import DrRegionLossDrill  # noqa: PLC0415
+        from brokersync_local.new_dr_region_drill import NewDrRegionDrill  # noqa: PLC0415
         from brokersync_local.region_drill import RegionLossDrill  # noqa: PLC0415
         from brokersync_local.round_trip_drill import RoundTripDrill  # noqa: PLC0415
 
-        drills = {"region-loss": RegionLossDrill, "dr-region-loss": DrRegionLossDrill, "round-trips": RoundTripDrill}
+        drills = {
+            "region-loss": RegionLossDrill,
+            "dr-region-loss": DrRegionLossDrill,
+            "round-trips": RoundTripDrill,
+            "new-dr-region": NewDrRegionDrill,
+        }
         return drills[settings.mode](settings, out).run()
     return Drill(settings, out).run()

@@ -51,10 +51,13 @@ FENCE_WATCH_S = 6.0
 class RegionLossDrill(Drill):
     def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
         super().__init__(settings, out)
-        self.world = TwoRegionWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
+        self.world: TwoRegionWorld = self._make_world()
         self.topology = self.world.topology
         self.home = self.world.region_of("primary")
         self.away = self.world.region_of("dr")
+
+    def _make_world(self) -> TwoRegionWorld:
+        return TwoRegionWorld(load_topology(self.settings.topology), self.settings.state_dir, self.settings.ports)
 
     # -- set-up -------------------------------------------------------------------------------------
     def _client(self, service: str, region: str) -> Any:
