@@ -112,3 +112,13 @@ def test_the_survivor_re_paired_with_a_third_region_copies_to_it_and_purges_ther
     assert new_dr_region["copied_after_repair"] > 0 and new_dr_region["not_copied_after_repair"] == 0
     assert new_dr_region["already_consumed_on_new_dr"] == 0
     assert new_dr_region["purge_loops_running"] == {"us-west-2": 0, "eu-west-1": 1}
+
+
+def test_after_the_round_trips_an_operator_sees_a_healthy_pair_and_a_switchover_that_costs_nothing(
+    round_trips: dict[str, Any],
+) -> None:
+    status, planned = round_trips["status_at_end"], round_trips["switchover_plan"]
+    assert (status["code"], status["verdict"], status["problems"]) == (0, "healthy", []), status
+    assert planned["refused"] is None, planned
+    assert (planned["now"]["lost_at_most"], planned["now"]["duplicates_at_most"]) == (0, 0)
+    assert (planned["from"], planned["to"], planned["would_run_in"]) == ("orders-use1", "orders-usw2", "us-west-2")

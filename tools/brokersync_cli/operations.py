@@ -83,7 +83,83 @@ def cmd_apply_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _topology_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--topology", default=default_topology(), help=f"topology file (default: ${ENV_TOPOLOGY}, else topology.yaml)"
+    )
+
+
+def _table(pair: str | None) -> str:
+    table = f"brokersync-{pair}-ledger" if pair else os.environ.get(ENV_LEDGER_TABLE)
+    if not table:
+        from brokersync_cli.main import UsageError  # noqa: PLC0415 (main imports this module)
+
+        raise UsageError(f"name the pair: --pair NAME (the stacks' PairName) or {ENV_LEDGER_TABLE}")
+    return table
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from brokersync.topology import load_topology  # noqa: PLC0415
+    from brokersync_cli.status import StatusReader, format_status  # noqa: PLC0415
+
+    status = StatusReader(load_topology(args.topology), _table(args.pair), rpo_s=args.rpo).read()
+    if args.json:
+        print(json.dumps(status.as_dict(), default=str))
+    else:
+        print(format_status(status))
+    return status.code
+
+
+def cmd_transition(args: argparse.Namespace) -> int:
+    import boto3  # noqa: PLC0415
+
+    from brokersync.topology import load_topology  # noqa: PLC0415
+    from brokersync_cli.status import StatusReader  # noqa: PLC0415
+    from brokersync_cli.transitions import TransitionRefused, run_transition  # noqa: PLC0415
+
+    reader = StatusReader(load_topology(args.topology), _table(args.pair))
+    region = boto3.session.Session().region_name or "us-east-1"
+    try:
+        return run_transition(args.command, reader, dry_run=args.plan, timeout_s=args.timeout, default_region=region)
+    except TransitionRefused as e:
+        from brokersync.failover.errors import FailoverRequestError  # noqa: PLC0415
+
+        raise FailoverRequestError(str(e)) from e
+
+
 def add_parsers(sub: Any) -> None:
+    for command, what in (
+        ("switchover", "planned: drain the copy backlog and the pending purge, then swap (0 lost, 0 duplicates)"),
+        ("failover", "the primary is lost: promote the DR broker now (loses at most the copies in the bridge)"),
+        ("failback", "the old primary is back: rejoin it as DR, remove what was consumed meanwhile, sync again"),
+    ):
+        transition = sub.add_parser(
+            command,
+            help=what,
+            description=f"{command}: {what}. Starts the state machine in the region where it must run (the DR "
+            "broker's for a switchover or failover, the primary's for a failback), prints each step as it is "
+            "entered (stderr) and the outcome as JSON (stdout). --plan only prints what it would do and cost now.",
+        )
+        transition.add_argument("--plan", action="store_true", help="touch nothing: the steps and their cost now")
+        transition.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
+        transition.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
+        _topology_argument(transition)
+        transition.set_defaults(func=cmd_transition)
+
+    status = sub.add_parser(
+        "status",
+        help="both regions of a deployed pair: roles, a half-done transition, purge loops, both risk windows, alarms",
+        description="Read both regions of a deployed pair (nothing is written): the roles and their epoch in each "
+        "region's replica, a transition in progress, where purge loops run, per queue the copy backlog and the "
+        "loss window, the pending purge and the duplicate window, the DR depth, and the alarms in ALARM. "
+        "Exit code: 0 healthy, 1 broken, 3 degraded.",
+    )
+    status.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE} names the table)")
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
+    status.add_argument("--rpo", type=float, default=60.0, help="seconds a risk window may reach (default 60)")
+    _topology_argument(status)
+    status.set_defaults(func=cmd_status)
+
     apply = sub.add_parser(
         "apply-config",
         help="render a role's configuration for a deployed broker and make it its next revision (--reboot: run it)",
@@ -105,7 +181,5 @@ def add_parsers(sub: Any) -> None:
     apply.add_argument("--no-relay-wait", action="store_true", help="reboot a primary without waiting for the relay")
     apply.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for RUNNING (default 1800)")
     apply.add_argument("--poll", type=float, default=10.0, help="seconds between state checks (default 10)")
-    apply.add_argument(
-        "--topology", default=default_topology(), help=f"topology file (default: ${ENV_TOPOLOGY}, else topology.yaml)"
-    )
+    _topology_argument(apply)
     apply.set_defaults(func=cmd_apply_config)

@@ -28,10 +28,6 @@ purge loops run (C only).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -148,28 +144,12 @@ class NewDrRegionDrill(RegionLossDrill):
 
     def _apply_primary_configuration(self, region: str, ids: dict[str, str]) -> dict[str, Any]:
         """``brokersync apply-config --role primary --reboot``, run as an operator runs it."""
-        env = {
-            **os.environ,
-            "AWS_ENDPOINT_URL": self.world.endpoint,
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
-            "BROKERSYNC_BROKER_IDS": json.dumps(ids),
-        }
-        topology = self.world.state_dir / f"stack-{region}" / "topology.local.yaml"
-        command = [sys.executable, "-m", "brokersync_cli.main", "apply-config", "--role", "primary", "--reboot"]
-        done = subprocess.run(  # our own CLI, our own interpreter
-            [*command, "--topology", str(topology), "--pair", "local", "--poll", "1", "--timeout", "180"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
+        code, applied = self._run_cli(
+            region, "apply-config", "--role", "primary", "--reboot", "--poll", "1", "--timeout", "180", ids=ids
         )
-        if done.returncode != 0:
-            raise LocalWorldError(f"brokersync apply-config failed ({done.returncode}): {done.stderr[-2000:]}")
-        return dict(json.loads(done.stdout))
+        if code != 0:
+            raise LocalWorldError(f"brokersync apply-config failed ({code}): {applied}")
+        return applied
 
     def _copies_reach_new_dr(self, primary: str) -> int:
         """Messages produced after the re-pair and held on the primary whose copy is not on the new DR in time.

@@ -25,6 +25,9 @@ the stale primary seen, and where purge loops run at the end (one, in the DR's r
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +39,7 @@ from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.base import LedgerStore
 from brokersync.topology import load_topology
-from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
+from brokersync_local.deploy import LEDGER_TABLE, PAIR_NAME, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill import Drill, DrillSettings
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import read_dead_store
@@ -114,6 +117,36 @@ class RegionLossDrill(Drill):
             self._client("stepfunctions", region),
             regional_sfn=lambda other: self._client("stepfunctions", other),
         )
+
+    def _run_cli(self, region: str, *args: str, ids: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        """``brokersync ARGS`` run as an operator runs it against ``region`` (exit code, JSON on stdout).
+
+        The CLI is given what an operator's shell has: an endpoint (AWS's, here the local one),
+        a region, credentials, and the stack's topology file; locally also moto's broker ids.
+        """
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL": self.world.endpoint,
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "BROKERSYNC_TOPOLOGY": str(self.world.state_dir / f"stack-{region}" / "topology.local.yaml"),
+        }
+        if ids is not None:
+            env["BROKERSYNC_BROKER_IDS"] = json.dumps(ids)
+        done = subprocess.run(  # our own CLI, our own interpreter
+            [sys.executable, "-m", "brokersync_cli.main", *args, "--pair", PAIR_NAME],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        try:
+            return done.returncode, dict(json.loads(done.stdout))
+        except ValueError as e:
+            raise LocalWorldError(f"brokersync {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}") from e
 
     def _execute_in(self, region: str, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.sfn, self.machines = self._client("stepfunctions", region), self.stacks[region]

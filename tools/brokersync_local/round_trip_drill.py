@@ -72,7 +72,25 @@ class RoundTripDrill(RegionLossDrill):
         self.timeline.mark(f"consumer drained {names[primary_region]}")
         producer.stop()
         consumer.stop()
-        return self._round_trip_outcome(legs, names[primary_region], self._settle_purge())
+        pending_after = self._settle_purge()
+        self._operator_view(primary_region)
+        return self._round_trip_outcome(legs, names[primary_region], pending_after)
+
+    def _operator_view(self, primary_region: str) -> None:
+        """What `brokersync status` and `brokersync switchover --plan` tell an operator of the pair now."""
+        code, status = self._run_cli(primary_region, "status", "--json")
+        self.facts["status_at_end"] = {
+            "code": code,
+            "verdict": status.get("verdict"),
+            "problems": status.get("problems"),
+            "warnings": status.get("warnings"),
+            "epochs": {r: v.get("epoch") for r, v in (status.get("regions") or {}).items()},
+        }
+        code, planned = self._run_cli(primary_region, "switchover", "--plan")
+        self.facts["switchover_plan"] = {
+            "code": code,
+            **{k: planned.get(k) for k in ("would_run_in", "from", "to", "refused", "now")},
+        }
 
     def _stale(self, leg: dict[str, Any]) -> int:
         """Loops or relay passes where the roles say none may run, after one leg."""
@@ -103,6 +121,8 @@ class RoundTripDrill(RegionLossDrill):
             "duration_s": self.settings.duration,
             "unconfirmed_sends": len(set(self.log.sent) - produced),
             "warm_up_s": self.facts.get("warm_up_s"),
+            "status_at_end": self.facts.get("status_at_end"),
+            "switchover_plan": self.facts.get("switchover_plan"),
         }
         if self.settings.report:
             other = names[1] if primary == names[0] else names[0]

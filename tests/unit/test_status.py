@@ -1,0 +1,69 @@
+"""brokersync status: both regions' records read and judged, nothing written (AWS in moto, brokers unreachable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import pytest
+
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.failover.steps import Transition, TransitionStore
+from brokersync.ledger.control import ControlRecords, control_model
+from brokersync.ledger.schema import create_ledger_table
+from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.topology import Broker, Topology, load_topology
+from brokersync_cli.status import BROKEN, StatusReader, format_status
+
+TABLE = "brokersync-orders-ledger"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _unreachable_broker(broker: Broker) -> object:
+    raise BrokerUnavailableError(f"no STOMP endpoint of {broker.name} accepted a connection")
+
+
+@pytest.fixture
+def topology(topology_path: Path, mocked_aws: None) -> Topology:
+    for region in ("us-east-1", "us-west-2"):
+        create_ledger_table(boto3.client("dynamodb", region_name=region), TABLE, ROOT / "template.yaml")
+    return load_topology(topology_path)
+
+
+def _records(region: str) -> ControlRecords:
+    return ControlRecords(control_model(TABLE, region))
+
+
+def _reader(topology: Topology) -> StatusReader:
+    return StatusReader(topology, TABLE, credentials=_unreachable_broker)  # type: ignore[arg-type]
+
+
+def test_the_newest_epoch_decides_and_a_replica_behind_is_reported(topology: Topology) -> None:
+    initial = RoleAssignment.initial(topology)
+    RoleStore(_records("us-east-1")).write(initial.next("seed"))
+    store = RoleStore(_records("us-west-2"))
+    store.write(initial.next("seed"))
+    store.write(store.assignment(topology).swapped("FAILOVER exec-1"))  # us-east-1's replica has not heard
+
+    status = _reader(topology).read()
+
+    assert (status.primary, status.dr, status.epoch) == ("orders-usw2", "orders-use1", 2)
+    assert "us-east-1's replica is at epoch 1, us-west-2's at 2" in status.warnings
+
+
+def test_a_half_done_transition_is_broken_and_says_how_to_finish_it(topology: Topology) -> None:
+    TransitionStore(_records("us-west-2")).write(Transition("FAILOVER", "orders-use1", "orders-usw2", "exec-7", 1))
+
+    status = _reader(topology).read()
+
+    assert status.code == BROKEN and status.verdict == "broken"
+    assert any("FAILOVER to orders-usw2 is half done (exec-7): re-run it" in p for p in status.problems)
+
+
+def test_a_primary_that_cannot_be_read_is_broken_and_the_table_says_why(topology: Topology) -> None:
+    status = _reader(topology).read()
+
+    assert any("the primary cannot be read" in p for p in status.problems)
+    text = format_status(status)
+    assert text.startswith("pair: broken   primary orders-use1   DR orders-usw2   epoch 0")
+    assert "us-east-1" in text and "us-west-2" in text

@@ -1,0 +1,293 @@
+"""``brokersync status``: both regions of a deployed pair at once, for people and for machines.
+
+What an operator asks before and during a transition, answered from the same records and
+measurements the functions use: who is primary and at which epoch (read in each region's
+replica, so replication lag shows), whether a transition is half done, where the purge loop
+runs, per queue the copy backlog with its age (the loss window) and the pending purge with
+its age (the duplicate window), the DR depth, and the alarms in ALARM. Nothing is written.
+
+The verdict is the exit code: 0 healthy, 1 broken (something that loses or duplicates
+messages if left: a transition half done, the bridge down, no purge loop in the DR region,
+the primary unreadable, roles unreadable), 3 degraded (working, but a window above its
+target, an alarm firing, or a region's replica behind or unreachable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import BrokerCredentials, StompConnector
+from brokersync.exceptions import BrokerSyncError
+from brokersync.failover.steps import TransitionStore
+from brokersync.health import HealthProbe, HealthReport
+from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger.control import ControlRecords, control_model
+from brokersync.roles import RoleStore, apply_roles
+from brokersync.snapshot.browser import oldest_timestamp_ms
+from brokersync.topology import Broker, Topology
+
+HEALTHY, BROKEN, DEGRADED = 0, 1, 3
+VERDICTS = {HEALTHY: "healthy", BROKEN: "broken", DEGRADED: "degraded"}
+#: A region that does not answer within this is reported unreachable (it may be the one lost).
+REGION_CLIENT = Config(connect_timeout=3, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
+
+
+@dataclass
+class RegionView:
+    region: str
+    epoch: int | None = None
+    primary: str | None = None
+    dr: str | None = None
+    sync_running: bool | None = None
+    transition: dict[str, Any] | None = None
+    purge_loops_running: int | None = None
+    alarms_in_alarm: list[str] = field(default_factory=list)
+    unreachable: str | None = None
+
+
+@dataclass
+class PairStatus:
+    primary: str | None
+    dr: str | None
+    epoch: int | None
+    sync_running: bool | None
+    regions: dict[str, RegionView]
+    health: dict[str, Any] | None
+    problems: list[str]
+    warnings: list[str]
+    verdict: str = "healthy"
+    code: int = HEALTHY
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def pair_regions(topology: Topology) -> list[str]:
+    """The regions the pair's brokers name, in topology order (one for a pair in one region)."""
+    regions = [b.region for b in topology.brokers if b.region]
+    return list(dict.fromkeys(regions))
+
+
+def secret_credentials(broker: Broker) -> BrokerCredentials:
+    """The BrokerSync user from the broker's secret, read in the broker's own region."""
+    client = boto3.client("secretsmanager", region_name=broker.region, config=REGION_CLIENT)
+    value = json.loads(client.get_secret_value(SecretId=broker.credentials_secret)["SecretString"])
+    return BrokerCredentials(str(value["username"]), str(value["password"]))
+
+
+class StatusReader:
+    """Reads one pair's status; each AWS and broker access is a small function a test can replace."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        table: str,
+        *,
+        rpo_s: float = 60.0,
+        credentials: Callable[[Broker], BrokerCredentials] = secret_credentials,
+        client: Callable[[str, str], Any] | None = None,
+    ) -> None:
+        self.topology = topology
+        self.table = table
+        self.rpo_s = rpo_s
+        self.credentials = credentials
+        self.client = client or _regional_client
+
+    def _connector(self, broker: Broker) -> StompConnector:
+        return StompConnector(broker.stomp, self.credentials(broker))
+
+    def read(self) -> PairStatus:
+        regions = pair_regions(self.topology) or [boto3.session.Session().region_name or "us-east-1"]
+        views = {region: self._region(region) for region in regions}
+        readable = [v for v in views.values() if v.unreachable is None and v.epoch is not None]
+        problems: list[str] = []
+        warnings: list[str] = []
+        if not readable:
+            problems.append("the role record could not be read in any region")
+            status = PairStatus(None, None, None, None, views, None, problems, warnings)
+            return _judge(status)
+        newest = max(readable, key=lambda v: v.epoch or 0)
+        for view in views.values():
+            if view.unreachable:
+                warnings.append(f"{view.region} unreachable: {view.unreachable}")
+            elif view.epoch != newest.epoch:
+                warnings.append(
+                    f"{view.region}'s replica is at epoch {view.epoch}, {newest.region}'s at {newest.epoch}"
+                )
+            if view.transition and view.transition.get("status") == "in-progress":
+                problems.append(
+                    f"a {view.transition['mode']} to {view.transition['target']} is half done "
+                    f"({view.transition['execution']}): re-run it to finish"
+                )
+            warnings.extend(f"alarm {name} in ALARM ({view.region})" for name in view.alarms_in_alarm)
+        problems = list(dict.fromkeys(problems))
+        health = self._health(newest.region, [v.region for v in readable])
+        status = PairStatus(
+            newest.primary, newest.dr, newest.epoch, newest.sync_running, views, health, problems, warnings
+        )
+        self._judge_health(status)
+        return _judge(status)
+
+    def _records(self, region: str) -> ControlRecords:
+        # Every read on the short leash the functions use for a peer: a lost region answers nothing.
+        return ControlRecords(control_model(self.table, region, _endpoint("dynamodb"), peer=True))
+
+    def _region(self, region: str) -> RegionView:
+        view = RegionView(region)
+        try:
+            assignment = RoleStore(self._records(region)).assignment(self.topology)
+            view.epoch, view.sync_running = assignment.epoch, assignment.sync_running
+            now = apply_roles(self.topology, assignment)
+            view.primary, view.dr = now.primary.name, now.dr.name
+            transition = TransitionStore(self._records(region)).read()
+            view.transition = asdict(transition) if transition else None
+        except (BrokerSyncError, BotoCoreError, ClientError) as e:
+            view.unreachable = str(e).splitlines()[0][:200]
+            return view
+        view.purge_loops_running = self._purge_loops(region)
+        view.alarms_in_alarm = self._alarms(region)
+        return view
+
+    def _purge_loops(self, region: str) -> int | None:
+        """Running executions of this region's purge loop state machine (None: no such machine here)."""
+        try:
+            sfn = self.client("stepfunctions", region)
+            machines = [m for m in sfn.list_state_machines()["stateMachines"] if _is_purge_loop(m["name"])]
+            if not machines:
+                return None
+            return sum(
+                len(sfn.list_executions(stateMachineArn=m["stateMachineArn"], statusFilter="RUNNING")["executions"])
+                for m in machines
+            )
+        except (BotoCoreError, ClientError):
+            return None
+
+    def _alarms(self, region: str) -> list[str]:
+        try:
+            cloudwatch = self.client("cloudwatch", region)
+            alarms = cloudwatch.describe_alarms(StateValue="ALARM", AlarmNamePrefix="brokersync-")
+        except (BotoCoreError, ClientError):
+            return []
+        return sorted(a["AlarmName"] for a in alarms.get("MetricAlarms", []))
+
+    def _health(self, region: str, readable: list[str]) -> dict[str, Any] | None:
+        peers = [self._records(r) for r in readable if r != region]
+        ledger = dynamodb_ledger(self.table, region=region, host=_endpoint("dynamodb"))
+        probe = HealthProbe(
+            RoleStore(self._records(region), peers),
+            self.topology,
+            ledger,
+            statistics=lambda broker: StatisticsClient(self._connector(broker)),
+            oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(self._connector(broker), queue),
+            region=None,  # read-only: the CLI plays no role
+        )
+        try:
+            report = probe.probe()
+        except (BrokerSyncError, BotoCoreError, ClientError) as e:
+            return {"unmeasured": {"probe": str(e)}}
+        figures = report.as_dict()
+        figures["dr_depth"] = self._dr_depths(report)
+        return figures
+
+    def _dr_depths(self, report: HealthReport) -> dict[str, int] | None:
+        dr = next(b for b in self.topology.brokers if b.name == report.dr)
+        try:
+            stats = StatisticsClient(self._connector(dr)).queue_stats([q.name for q in self.topology.queues])
+        except (BrokerSyncError, BotoCoreError, ClientError) as e:
+            report.unmeasured["drDepth"] = str(e)
+            return None
+        return {name: s.size for name, s in stats.items()}
+
+    def _judge_health(self, status: PairStatus) -> None:
+        health = status.health or {}
+        for what, why in (health.get("unmeasured") or {}).items():
+            if what == "lossWindow":
+                status.problems.append(f"the primary cannot be read: {why}")
+            else:
+                status.warnings.append(f"{what} not measured: {why}")
+        if status.sync_running and health.get("bridge_connected") is False:
+            status.problems.append("the bridge to the DR broker is not connected: copies wait in the primary's outflow")
+        if status.sync_running is False:
+            status.warnings.append("sync is stopped (a transition's StopSync, or an operator)")
+        dr_region = next((b.region for b in self.topology.brokers if b.name == status.dr), None)
+        loops = status.regions.get(dr_region or "", RegionView("")).purge_loops_running
+        if status.sync_running and loops == 0:
+            status.problems.append(f"no purge loop runs in the DR region {dr_region}: consumed messages stay on DR")
+        for name, queue in (health.get("queues") or {}).items():
+            for key, label in (("loss_window_s", "loss window"), ("duplicate_window_s", "duplicate window")):
+                value = queue.get(key)
+                if value is not None and value > self.rpo_s:
+                    status.warnings.append(f"{name}: {label} {value:.0f}s above {self.rpo_s:.0f}s")
+
+
+def _judge(status: PairStatus) -> PairStatus:
+    status.code = BROKEN if status.problems else DEGRADED if status.warnings else HEALTHY
+    status.verdict = VERDICTS[status.code]
+    return status
+
+
+def _regional_client(service: str, region: str) -> Any:
+    return boto3.client(service, region_name=region, config=REGION_CLIENT)
+
+
+def _is_purge_loop(name: str) -> bool:
+    # The template names it brokersync-<PairName>-purge-loop; the local world by its logical id.
+    return name.endswith("-purge-loop") or name == "brokersync-PurgeLoopStateMachine"
+
+
+def _endpoint(service: str) -> str | None:
+    """An endpoint override for pynamodb (boto3 reads AWS_ENDPOINT_URL itself); None in AWS."""
+    return os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def format_status(status: PairStatus) -> str:
+    """The status as a person reads it: the verdict first, then why, then the figures."""
+    lines = [f"pair: {status.verdict}   primary {status.primary}   DR {status.dr}   epoch {status.epoch}"]
+    lines += [f"  ! {p}" for p in status.problems] + [f"  ~ {w}" for w in status.warnings]
+    lines.append("regions:")
+    for view in status.regions.values():
+        if view.unreachable:
+            lines.append(f"  {view.region:<12} unreachable")
+            continue
+        transition = view.transition or {}
+        half_done = f"{transition.get('mode')} in progress" if transition.get("status") == "in-progress" else "none"
+        loops = "-" if view.purge_loops_running is None else str(view.purge_loops_running)
+        lines.append(
+            f"  {view.region:<12} epoch {view.epoch}  sync {'on' if view.sync_running else 'off'}  "
+            f"transition {half_done}  purge loops {loops}  alarms {len(view.alarms_in_alarm)}"
+        )
+    health = status.health or {}
+    queues = health.get("queues") or {}
+    if queues:
+        depths = health.get("dr_depth") or {}
+        lines.append(f"queues (bridge {'up' if health.get('bridge_connected') else 'DOWN or unknown'}):")
+        header = ("queue", "copy backlog", "loss window", "pending purge", "dup window", "DR depth")
+        lines.append("  {:<16}{:>14}{:>13}{:>15}{:>12}{:>10}".format(*header))
+        for name, q in queues.items():
+            row = (
+                name,
+                _num(q.get("copy_backlog")),
+                _secs(q.get("loss_window_s")),
+                _num(q.get("pending_purge")),
+                _secs(q.get("duplicate_window_s")),
+                _num(depths.get(name)),
+            )
+            lines.append("  {:<16}{:>14}{:>13}{:>15}{:>12}{:>10}".format(*row))
+    return "\n".join(lines)
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"

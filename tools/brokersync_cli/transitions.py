@@ -1,0 +1,166 @@
+"""``brokersync switchover|failover|failback [--plan]``: a transition started where it must run, and followed.
+
+A switchover or failover runs in the DR broker's region (the region that survives when the
+primary's is lost); a failback runs in the primary's region. The command finds that region's
+state machine, starts it with the console's input, prints each step as the execution enters
+it (stderr), and ends with the outcome as JSON (stdout): exit 0 when it succeeded.
+
+``--plan`` touches nothing: it reads the pair as ``brokersync status`` does and prints what
+the execution would do (its steps, in order, and to which brokers) and what it would cost if
+started now: a failover loses at most the copies waiting in the primary's outflow and
+duplicates at most the pending purge; a switchover drains both first (0 and 0) and needs the
+primary readable; a failback rejoins the DR broker and removes what was consumed meanwhile.
+Anything the state machine would refuse (another transition half done, a switchover with the
+primary unreachable) is refused here first, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from brokersync_cli.status import PairStatus, StatusReader, _regional_client
+
+#: Which state machine each command starts, its input, and its names (the template's and the local world's).
+COMMANDS: dict[str, tuple[str, dict[str, str], tuple[str, str]]] = {
+    "switchover": ("failover", {"mode": "SWITCHOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
+    "failover": ("failover", {"mode": "FAILOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
+    "failback": ("failback", {}, ("brokersync-failback-", "brokersync-FailbackStateMachine")),
+}
+
+
+class TransitionRefused(Exception):  # noqa: N818 (a refusal, not a crash)
+    """What the state machine would refuse, refused before anything starts."""
+
+
+def run_region(command: str, status: PairStatus, topology: Any, default_region: str) -> str:
+    """Where ``command`` runs: the DR broker's region for a switchover or failover, the primary's for a failback."""
+    broker = status.dr if command in ("switchover", "failover") else status.primary
+    region = next((b.region for b in topology.brokers if b.name == broker), None)
+    return region or default_region
+
+
+def find_machine(sfn: Any, command: str) -> dict[str, Any]:
+    """The one state machine in this region that ``command`` starts."""
+    prefix, local_name = COMMANDS[command][2]
+    machines = [
+        m for m in sfn.list_state_machines()["stateMachines"] if m["name"].startswith(prefix) or m["name"] == local_name
+    ]
+    if len(machines) != 1:
+        names = sorted(m["name"] for m in machines)
+        raise TransitionRefused(
+            f"expected one {COMMANDS[command][0]} state machine in {sfn.meta.region_name}, found {names or 'none'}"
+        )
+    return machines[0]
+
+
+def step_names(definition: str) -> list[str]:
+    """The execution's steps in the order the definition reaches them (Next and Choice defaults first)."""
+    states: dict[str, Any] = json.loads(definition)["States"]
+    order: list[str] = []
+    pending = [json.loads(definition)["StartAt"]]
+    while pending:
+        name = pending.pop(0)
+        if name in order or name not in states:
+            continue
+        order.append(name)
+        state = states[name]
+        following = [state.get("Next"), state.get("Default"), *(c.get("Next") for c in state.get("Choices", []))]
+        pending.extend(n for n in following if n)
+    return order
+
+
+def plan(command: str, status: PairStatus, machine: dict[str, Any], definition: str, region: str) -> dict[str, Any]:
+    """What ``command`` would do now and what it would cost; ``refused`` says why it would not start."""
+    source, target = (status.primary, status.dr) if command != "failback" else (status.dr, status.primary)
+    queues = (status.health or {}).get("queues") or {}
+    backlog = sum(q.get("copy_backlog") or 0 for q in queues.values())
+    pending = sum(q.get("pending_purge") or 0 for q in queues.values())
+    windows = {
+        "loss_window_s": max((q.get("loss_window_s") or 0.0 for q in queues.values()), default=0.0),
+        "duplicate_window_s": max((q.get("duplicate_window_s") or 0.0 for q in queues.values()), default=0.0),
+    }
+    if command == "failover":
+        cost = {"lost_at_most": backlog, "duplicates_at_most": pending, **windows}
+    else:  # a switchover drains both first; a failback moves no application
+        cost = {"lost_at_most": 0, "duplicates_at_most": 0, **windows}
+    refused = None
+    half_done = [p for p in status.problems if "half done" in p]
+    if half_done:
+        refused = half_done[0]
+    elif command == "switchover" and any("primary cannot be read" in p for p in status.problems):
+        refused = f"a switchover drains {source} first and it cannot be read: start a failover instead"
+    elif status.primary is None:
+        refused = "the role record could not be read in any region"
+    return {
+        "command": command,
+        "would_run_in": region,
+        "state_machine": machine["stateMachineArn"],
+        "input": COMMANDS[command][1],
+        "from": source,
+        "to": target,
+        "brokers": {"primary": status.primary, "dr": status.dr},
+        "steps": step_names(definition),
+        "now": cost,
+        "refused": refused,
+    }
+
+
+def follow(
+    sfn: Any,
+    execution: str,
+    timeout_s: float,
+    progress: Callable[[str], None],
+    poll_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """Print each step the execution enters until it ends (or ``timeout_s``); its outcome."""
+    started = clock()
+    seen: set[int] = set()
+    while True:
+        history = sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
+        for event in history:
+            if event["id"] in seen:
+                continue
+            seen.add(event["id"])
+            entered = event.get("stateEnteredEventDetails")
+            if entered:
+                progress(f"{clock() - started:7.1f}s  {entered['name']}")
+        described = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING":
+            output = json.loads(described.get("output") or "null")
+            return {
+                "execution": execution,
+                "status": described["status"],
+                "elapsed_s": round(clock() - started, 3),
+                "output": output,
+                "error": described.get("error"),
+                "cause": described.get("cause"),
+            }
+        if clock() - started > timeout_s:
+            elapsed = round(clock() - started, 3)
+            return {"execution": execution, "status": "RUNNING", "elapsed_s": elapsed, "timedOut": True}
+        time.sleep(poll_s)
+
+
+def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout_s: float, default_region: str) -> int:
+    status = reader.read()
+    region = run_region(command, status, reader.topology, default_region)
+    sfn = _regional_client("stepfunctions", region)
+    machine = find_machine(sfn, command)
+    definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
+    planned = plan(command, status, machine, definition, region)
+    if dry_run:
+        print(json.dumps(planned))
+        return 1 if planned["refused"] else 0
+    if planned["refused"]:
+        raise TransitionRefused(f"{command} refused: {planned['refused']}")
+    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    progress(f"{command} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}")
+    started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(planned["input"]))
+    outcome = follow(sfn, started["executionArn"], timeout_s, progress)
+    print(json.dumps({"command": command, "region": region, **outcome}))
+    return 0 if outcome["status"] == "SUCCEEDED" else 1
