@@ -28,7 +28,7 @@ STAMP_CHECKOV := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 PYTHON_RUNTIME = $(eval PYTHON_RUNTIME := $$(shell $(BIN)/python -m brokersync_ci.runtime_python))$(PYTHON_RUNTIME)
 RUNTIME_PATH = $(if $(PYTHON_RUNTIME),$(dir $(PYTHON_RUNTIME)):,)$(PATH)
 
-.PHONY: demo test lint format deps clean down template-check lock supply-chain
+.PHONY: demo test lint format deps clean down template-check lock supply-chain docs
 
 deps: $(STAMP_DEB) $(STAMP_VENV)
 
@@ -45,7 +45,7 @@ $(STAMP_DEB):
 $(STAMP_VENV): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark]'
+	$(BIN)/pip install -q -e '.[dev,spark,docs]'
 	@touch $@
 
 $(STAMP_SAM):
@@ -106,7 +106,11 @@ format: deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: deps lint template-check supply-chain
+# The documentation site into .brokersync/site; strict: a broken link or anchor fails the build.
+docs: deps
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: deps lint docs template-check supply-chain
 	BROKERSYNC_PYTHON_RUNTIME="$(PYTHON_RUNTIME)" $(BIN)/pytest $(PYTEST_ARGS)
 
 # make demo MODE=failover RATE=1000 DURATION=60 (HEADLESS=1 for plain lines on a terminal too)

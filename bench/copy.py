@@ -12,7 +12,7 @@ Method (persistent 1 KB messages, real brokers on loopback, a fresh pair per con
   composite copy included), the DR broker is started, and the rate at which its queue fills
   from the first copy to the last is the bridge's catch-up rate.
 "default" is what ActiveMQ does out of the box (journal synced per message on DR, one
-bridge); "tuned" is what the renderer emits by default (see README, "Copy throughput").
+bridge); "tuned" is what the renderer emits by default (see docs, "Copy throughput").
 
 Run: ``.venv/bin/python bench/copy.py [--messages N] [--bridges 1,2,4]``
 """

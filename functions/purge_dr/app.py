@@ -7,7 +7,7 @@ to choose between an immediate repeat and a short wait.
 It keeps looping through idle rounds too (polling every 0.2 s) instead of returning at the
 first empty round: three state transitions cost about eleven times a second of this
 function, so an idle loop of short invocations and waits would be the most expensive way to
-wait (README, "Cost"). BROKERSYNC_PURGE_RETURN_WHEN_IDLE=true restores the short returns.
+wait (docs, "Cost"). BROKERSYNC_PURGE_RETURN_WHEN_IDLE=true restores the short returns.
 """
 
 from __future__ import annotations

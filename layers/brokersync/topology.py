@@ -145,7 +145,7 @@ class Queue(_Strict):
 
 
 class BridgeTuning(_Strict):
-    """Network connector settings; only what Amazon MQ lets a configuration set (see README)."""
+    """Network connector settings; only what Amazon MQ lets a configuration set (see docs/reference/topology.md)."""
 
     user: str | None = Field(
         default=None,
@@ -153,7 +153,7 @@ class BridgeTuning(_Strict):
     )
     #: Network connectors opened in parallel to the DR broker, each consuming every Q.DR.
     #: One bridge forwards persistent messages one synchronous store at a time; several
-    #: share the load (order across bridges is not kept; see README, "Copy throughput").
+    #: share the load (order across bridges is not kept; see docs, "Copy throughput").
     parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
 
 
@@ -161,7 +161,7 @@ class DrTuning(_Strict):
     """DR queue policy: selector consumers only see what is paged into memory (see DESIGN.md)."""
 
     #: How the DR broker's journal reaches disk. One synchronous store per bridged message is
-    #: the copy path's bottleneck (README, "Copy throughput"): ``periodic`` syncs every
+    #: the copy path's bottleneck (docs, "Copy throughput"): ``periodic`` syncs every
     #: ``journal_sync_interval_ms`` instead, which more than doubles the bridge's rate at the
     #: price of losing up to that interval of copies if the DR broker's host fails abruptly.
     journal_disk_sync: Literal["always", "periodic"] = "periodic"

@@ -1,4 +1,4 @@
-"""The cost model: what scales with the rate, what does not, and the README quoting it."""
+"""The cost model: what scales with the rate, what does not, and the deploy guide quoting it."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def test_a_purge_loop_that_stays_in_its_task_costs_cents_a_day() -> None:
     assert monthly_cost(500)["purge_loop_usd_per_day"] < 0.15
 
 
-def test_the_readme_quotes_the_totals_the_model_prints(project_root: Path) -> None:
-    readme = (project_root / "README.md").read_text()
+def test_the_deploy_guide_quotes_the_totals_the_model_prints(project_root: Path) -> None:
+    readme = (project_root / "docs" / "deploy.md").read_text()
 
     for rate in (100, 1000):
         assert f"${monthly_cost(rate)['total_usd_per_month']:,.2f}" in readme, rate

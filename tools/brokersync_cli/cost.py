@@ -42,7 +42,7 @@ class Usage:
 
     #: bench/capture.py: capture items plus work pointers, per 1,000 messages.
     capture_write_units_per_1000: float = 36.0
-    #: Purge marks: the same set-ADD shape as capture (README, "The ledger"), per 1,000 messages.
+    #: Purge marks: the same set-ADD shape as capture (docs, "The ledger"), per 1,000 messages.
     mark_write_units_per_1000: float = 22.0
     read_units_per_1000: float = 10.0
     ledger_bytes_per_key: float = 45.0  # capture element + mark element + pointer share

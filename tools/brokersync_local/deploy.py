@@ -159,7 +159,7 @@ def deploy(
     clients["s3"].put_bucket_versioning(Bucket=CONFIG_BUCKET, VersioningConfiguration={"Status": "Enabled"})
     with contextlib.suppress(clients["s3"].exceptions.BucketAlreadyOwnedByYou):
         clients["s3"].create_bucket(Bucket=AUDIT_BUCKET, **location)
-    # The relay's schedule: locally the relay worker honours this rule's state (README, stand-ins).
+    # The relay's schedule: locally the relay worker honours this rule's state (docs/design/local-world.md).
     clients["events"].put_rule(Name=RELAY_RULE, ScheduleExpression="rate(1 minute)", State="ENABLED")
     for broker in topology.brokers:
         secret = json.dumps({"username": BROKERSYNC_USER.username, "password": BROKERSYNC_USER.password})

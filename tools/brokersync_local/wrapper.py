@@ -24,7 +24,7 @@ _SCHEMA_LOCATION = (
 #: The brokers' socket buffers on loopback. ActiveMQ fixes them at 64 KB, which on a real
 #: network holds dozens of segments; loopback's segments are 64 KB, so the buffer held two,
 #: the kernel dropped segments whenever the broker's reader paused, and TCP's retransmission
-#: backoff then stalled STOMP connections for 10 to 20 seconds (README, "Copy, capture and
+#: backoff then stalled STOMP connections for 10 to 20 seconds (docs, "Copy, capture and
 #: purge under load"). A megabyte restores the headroom a real network has.
 LOOPBACK_SOCKET_BUFFER = 1024 * 1024
 

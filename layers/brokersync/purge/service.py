@@ -44,7 +44,7 @@ class PurgeSettings:
     #: Keys read from the ledger per queue per round. A round with keys still on the bridge ends
     #: with the remover's settle wait, so under a backlog the batch, not the broker, sets the
     #: pace: about one remover group of selectors (16 x ~340 ULIDs) per round kept 1,500 msg/s
-    #: for 5 minutes on 2 cores, where 2,000 fell behind (README, "Copy, capture and purge").
+    #: for 5 minutes on 2 cores, where 2,000 fell behind (docs, "Copy, capture and purge").
     batch_keys: int = 5000
     #: A pending key younger than this (by consume time) is never given up on; an older one
     #: is, once the copy path shows its copy can no longer arrive.

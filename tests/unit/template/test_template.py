@@ -1,4 +1,4 @@
-"""template.yaml keeps the promises the README makes about it: least privilege, alarms that
+"""template.yaml keeps the promises the docs make about it: least privilege, alarms that
 reach someone, a dashboard CloudWatch accepts, a role parameter that a stack update leaves
 alone, and a samconfig.toml whose two environments deploy it."""
 
