@@ -38,6 +38,8 @@ import html
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -681,14 +683,32 @@ def spark_session(master: str | None = "local[2]", app: str = "brokersync-reconc
 
 
 def run(
-    spark: SparkSession, inputs: Inputs, out: str, *, repair_table: str | None = None, **ledger: str | None
+    spark: SparkSession,
+    inputs: Inputs,
+    out: str,
+    *,
+    repair_table: str | None = None,
+    progress: Callable[[str], None] = lambda _line: None,
+    **ledger: str | None,
 ) -> dict[str, Any]:
+    """Reconcile, write the outputs and (``repair_table``) repair; ``progress`` hears each stage as it starts."""
+    started = time.monotonic()
+
+    def stage(what: str) -> None:
+        progress(f"{time.monotonic() - started:6.1f}s  {what}")
+
+    stage(f"reading the export {inputs.export} and the snapshots")
     manifest = snapshot_manifest(inputs.primary_snapshot) if inputs.primary_snapshot else None
     result = reconcile(spark, inputs, manifest)
+    stage(f"joining keys with the snapshots and writing the outputs to {out} (the long stage)")
     summary = write_outputs(result, out, inputs)
+    totals = summary.get("totals", {})
+    stage(f"outputs written: {json.dumps(totals, default=str)[:200]}")
     if repair_table:
+        stage(f"recording the purge list in {repair_table}")
         summary["repaired"] = repair(result["purge_list"], repair_table, ledger.get("region"), ledger.get("host"))
         _write_text(out, "summary.json", json.dumps(summary, indent=2, default=str))
+    stage("done")
     return summary
 
 

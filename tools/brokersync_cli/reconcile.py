@@ -51,6 +51,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    def progress(line: str) -> None:
+        print(f"reconcile: {line}", file=sys.stderr, flush=True)
+
+    progress("starting Spark (local[2]; the first start takes a while)")
     job = load_job()
     spark = job.spark_session("local[2]")
     try:
@@ -63,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 repair_table=args.table if args.repair else None,
                 region=args.region,
                 host=args.endpoint,
+                progress=progress,
             )
         except job.ReconcileInputError as e:
             print(f"reconcile: {e}", file=sys.stderr)

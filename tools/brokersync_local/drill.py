@@ -92,10 +92,14 @@ class DrillSettings:
 class Timeline:
     started: float = field(default_factory=time.time)
     events: list[tuple[float, str]] = field(default_factory=list)
+    #: Where each event is also told as it happens (a drill streams its phases).
+    echo: Callable[[str], None] | None = None
 
     def mark(self, label: str) -> float:
         now = time.time()
         self.events.append((now - self.started, label))
+        if self.echo is not None:
+            self.echo(f"{now - self.started:7.1f}s  {label}")
         return now
 
 
@@ -108,7 +112,7 @@ class Drill:
         self.queue = next(q for q in self.topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
         self.connectors = {b.name: StompConnector(b.stomp) for b in self.topology.brokers}
         self.log = TrafficLog()
-        self.timeline = Timeline()
+        self.timeline = Timeline(echo=out)
         self.facts: dict[str, Any] = {}
         #: For watchers (the demo's live view): what the drill is doing, and which broker the
         #: applications use now. ``ready`` is set once sync runs and ``ledger`` can be read.
@@ -273,7 +277,7 @@ class Drill:
         for client in (producer, consumer):
             client.move_to(broker, self.connectors[broker])
             client.start()
-        self.timeline = Timeline()
+        self.timeline = Timeline(echo=self.out)
         self.applications = (producer, consumer)
         return producer, consumer
 
