@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import brokersync_cli.main as main_module
 from brokersync_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,3 +79,12 @@ def test_a_debug_run_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, capsys
 
     assert main(["cost", "--prices", "/nonexistent/prices.json"]) == 2
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_an_installed_package_refuses_the_checkout_only_commands_with_a_sentence(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(main_module, "CHECKOUT", tmp_path)  # site-packages: no template, functions or jobs
+
+    assert main_module.main(["drill", "--mode", "failover"]) == 2
+    assert "runs from a source checkout" in capsys.readouterr().err

@@ -168,6 +168,17 @@ Set BROKERSYNC_DEBUG=1 to see the traceback behind an error message.
 """
 
 
+#: Commands that run the local world or the Spark job: they need the repository's template,
+#: functions and jobs, so an installed wheel refuses them with a sentence instead of failing deep.
+CHECKOUT_COMMANDS = frozenset({"local", "sync", "copy-burst", "demo", "drill", "reconcile"})
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _in_checkout() -> bool:
+    root = CHECKOUT
+    return (root / "template.yaml").is_file() and (root / "functions").is_dir() and (root / "jobs").is_dir()
+
+
 class UsageError(Exception):
     """What the user gave cannot be used (exit 2): a file, a name, a value."""
 
@@ -274,6 +285,15 @@ def user_input(what: str) -> Iterator[None]:
         raise UsageError(f"{what}: {e}") from e
 
 
+def _check_checkout(command: str) -> None:
+    """An installed package refuses the commands that need the repository, in one sentence."""
+    if command in CHECKOUT_COMMANDS and not _in_checkout():
+        raise UsageError(
+            f"brokersync {command} runs from a source checkout of BrokerSync (its template, functions and jobs), "
+            "not from an installed package: clone the repository and run it there (make demo, make test)"
+        )
+
+
 def _check_topology(args: argparse.Namespace) -> None:
     """Every command that takes --topology refuses a missing or invalid one before starting anything."""
     path = getattr(args, "topology", None)
@@ -288,6 +308,7 @@ def _check_topology(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_checkout(args.command)
         _check_topology(args)
         return int(args.func(args))
     except UsageError as e:
