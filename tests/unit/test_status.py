@@ -13,7 +13,7 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import Broker, Topology, load_topology
-from brokersync_cli.status import BROKEN, StatusReader, format_status
+from brokersync_cli.status import BROKEN, PairStatus, StatusReader, format_status
 
 TABLE = "brokersync-orders-ledger"
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,3 +67,48 @@ def test_a_primary_that_cannot_be_read_is_broken_and_the_table_says_why(topology
     text = format_status(status)
     assert text.startswith("pair: broken   primary orders-use1   DR orders-usw2   epoch 0")
     assert "us-east-1" in text and "us-west-2" in text
+
+
+def test_advisories_older_than_three_relay_schedules_mean_the_relay_is_stalled(topology: Topology) -> None:
+    health = {"relay": {"advisories_waiting": 1200, "oldest_s": 400.0}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert any(
+        p.startswith("the relay is not draining BROKERSYNC.CONSUMED on orders-use1: 1,200") for p in status.problems
+    )
+    assert "relay: 1,200 advisories waiting, oldest 400.0s" in format_status(status)
+
+
+def test_advisories_the_relay_will_take_on_its_next_run_are_not_a_problem(topology: Topology) -> None:
+    health = {"relay": {"advisories_waiting": 40, "oldest_s": 35.0}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == []
+
+
+def test_a_dr_broker_that_cannot_be_read_degrades_the_pair_and_says_copies_wait(topology: Topology) -> None:
+    health = {"bridge_connected": False, "unmeasured": {"drDepth": "connection refused"}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == []
+    assert status.warnings == [
+        "the DR broker orders-usw2 cannot be read (connection refused): copies wait in the primary's outflow "
+        "until it is back (the loss window grows)"
+    ]
+
+
+def test_a_bridge_down_while_the_dr_broker_answers_is_broken(topology: Topology) -> None:
+    health = {"bridge_connected": False, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert any(
+        p.startswith("the bridge to the DR broker is not connected though orders-usw2 answers") for p in status.problems
+    )

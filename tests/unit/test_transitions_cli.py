@@ -4,12 +4,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokersync_cli.status import PairStatus
-from brokersync_cli.transitions import plan, step_names
+import boto3
+import pytest
+
+from brokersync.exceptions import BrokerUnavailableError
+from brokersync.failover.steps import Transition, TransitionStore
+from brokersync.ledger.control import ControlRecords, control_model
+from brokersync.ledger.schema import create_ledger_table
+from brokersync.topology import Broker, Topology, load_topology
+from brokersync_cli.status import PairStatus, StatusReader
+from brokersync_cli.transitions import plan, state_machine_checks, step_names
 
 ROOT = Path(__file__).resolve().parents[2]
+TABLE = "brokersync-orders-ledger"
 FAILOVER_ASL = (ROOT / "statemachines" / "failover.asl.json").read_text()
 MACHINE = {"stateMachineArn": "arn:aws:states:us-west-2:111122223333:stateMachine:brokersync-failover-x", "name": "x"}
+
+
+@pytest.fixture
+def topology(topology_path: Path, mocked_aws: None) -> Topology:
+    for region in ("us-east-1", "us-west-2"):
+        create_ledger_table(boto3.client("dynamodb", region_name=region), TABLE, ROOT / "template.yaml")
+    return load_topology(topology_path)
+
+
+def _records(region: str) -> ControlRecords:
+    return ControlRecords(control_model(TABLE, region))
+
+
+def _unreachable_broker(broker: Broker) -> object:
+    raise BrokerUnavailableError(f"no STOMP endpoint of {broker.name} accepted a connection")
+
+
+def _reader(topology: Topology) -> StatusReader:
+    return StatusReader(topology, TABLE, credentials=_unreachable_broker)  # type: ignore[arg-type]
 
 
 def _status(problems: list[str] | None = None, backlog: int = 7, pending: int = 40) -> PairStatus:
@@ -57,3 +85,49 @@ def test_any_transition_is_refused_while_another_is_half_done() -> None:
     planned = plan("failback", _status([half_done]), MACHINE, FAILOVER_ASL, "us-east-1")
 
     assert planned["refused"] == half_done
+
+
+def test_the_plan_refuses_with_the_state_machines_own_reason_for_another_modes_half_done_transition(
+    topology: Topology,
+) -> None:
+    TransitionStore(_records("us-west-2")).write(Transition("FAILOVER", "orders-use1", "orders-usw2", "exec-7", 1))
+
+    checks = state_machine_checks("switchover", _reader(topology), "us-west-2")
+
+    assert checks["refused"] == (
+        "a FAILOVER to orders-usw2 is in progress (exec-7): "
+        "re-run it with mode FAILOVER (or finish it) before a SWITCHOVER"
+    )
+
+
+def test_the_plan_says_a_re_run_resumes_the_half_done_transition_of_the_same_mode(topology: Topology) -> None:
+    TransitionStore(_records("us-west-2")).write(Transition("FAILOVER", "orders-use1", "orders-usw2", "exec-7", 1))
+
+    checks = state_machine_checks("failover", _reader(topology), "us-west-2")
+
+    assert checks == {"refused": None, "nothing_to_do": False, "resumes": "exec-7"}
+
+
+def test_a_switchover_plan_is_refused_by_the_state_machines_probe_when_the_old_primary_does_not_answer(
+    topology: Topology,
+) -> None:
+    checks = state_machine_checks("switchover", _reader(topology), "us-west-2")
+
+    assert checks["refused"].startswith("the old primary orders-use1 is unreachable")
+    assert "Start a FAILOVER instead" in checks["refused"]
+
+
+def test_the_plan_writes_no_transition_record(topology: Topology) -> None:
+    state_machine_checks("failover", _reader(topology), "us-west-2")
+    state_machine_checks("failback", _reader(topology), "us-east-1")
+
+    assert TransitionStore(_records("us-west-2")).read() is None
+    assert TransitionStore(_records("us-east-1")).read() is None
+
+
+def test_the_state_machines_refusal_comes_before_what_status_shows() -> None:
+    checks = {"refused": "a FAILBACK to orders-use1 is still in progress (exec-9): re-run it first"}
+
+    planned = plan("failover", _status(["the primary cannot be read: x"]), MACHINE, FAILOVER_ASL, "us-west-2", checks)
+
+    assert planned["refused"] == checks["refused"]

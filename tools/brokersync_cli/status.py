@@ -6,16 +6,19 @@ replica, so replication lag shows), whether a transition is half done, where the
 runs, per queue the copy backlog with its age (the loss window) and the pending purge with
 its age (the duplicate window), the DR depth, and the alarms in ALARM. Nothing is written.
 
-The verdict is the exit code: 0 healthy, 1 broken (something that loses or duplicates
-messages if left: a transition half done, the bridge down, no purge loop in the DR region,
-the primary unreadable, roles unreadable), 3 degraded (working, but a window above its
-target, an alarm firing, or a region's replica behind or unreachable).
+The verdict is the exit code: 0 healthy; 1 broken (BrokerSync or the pair cannot do its
+job and will not recover by itself: a transition half done, the primary or the roles
+unreadable, the bridge down while the DR broker answers, no purge loop in the DR region, the
+relay not draining); 3 degraded (protection impaired by something that BrokerSync catches up
+with once it is back: the DR broker unreachable, so copies wait in the primary's outflow; a
+window above its target; an alarm firing; a region's replica behind or unreachable).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -33,9 +36,12 @@ from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore, apply_roles
 from brokersync.snapshot.browser import oldest_timestamp_ms
-from brokersync.topology import Broker, Topology
+from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
 
 HEALTHY, BROKEN, DEGRADED = 0, 1, 3
+#: The relay drains BROKERSYNC.CONSUMED every minute (for up to 50 s); an advisory older than
+#: three of its schedules means it is not draining: the relay-stalled alarm's three periods.
+RELAY_STALLED_S = 180.0
 VERDICTS = {HEALTHY: "healthy", BROKEN: "broken", DEGRADED: "degraded"}
 #: A region that does not answer within this is reported unreachable (it may be the one lost).
 REGION_CLIENT = Config(connect_timeout=3, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
@@ -102,7 +108,7 @@ class StatusReader:
         self.credentials = credentials
         self.client = client or _regional_client
 
-    def _connector(self, broker: Broker) -> StompConnector:
+    def connector(self, broker: Broker) -> StompConnector:
         return StompConnector(broker.stomp, self.credentials(broker))
 
     def read(self) -> PairStatus:
@@ -137,18 +143,18 @@ class StatusReader:
         self._judge_health(status)
         return _judge(status)
 
-    def _records(self, region: str) -> ControlRecords:
+    def records(self, region: str) -> ControlRecords:
         # Every read on the short leash the functions use for a peer: a lost region answers nothing.
         return ControlRecords(control_model(self.table, region, _endpoint("dynamodb"), peer=True))
 
     def _region(self, region: str) -> RegionView:
         view = RegionView(region)
         try:
-            assignment = RoleStore(self._records(region)).assignment(self.topology)
+            assignment = RoleStore(self.records(region)).assignment(self.topology)
             view.epoch, view.sync_running = assignment.epoch, assignment.sync_running
             now = apply_roles(self.topology, assignment)
             view.primary, view.dr = now.primary.name, now.dr.name
-            transition = TransitionStore(self._records(region)).read()
+            transition = TransitionStore(self.records(region)).read()
             view.transition = asdict(transition) if transition else None
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             view.unreachable = str(e).splitlines()[0][:200]
@@ -180,28 +186,40 @@ class StatusReader:
         return sorted(a["AlarmName"] for a in alarms.get("MetricAlarms", []))
 
     def _health(self, region: str, readable: list[str]) -> dict[str, Any] | None:
-        peers = [self._records(r) for r in readable if r != region]
+        peers = [self.records(r) for r in readable if r != region]
         ledger = dynamodb_ledger(self.table, region=region, host=_endpoint("dynamodb"))
         probe = HealthProbe(
-            RoleStore(self._records(region), peers),
+            RoleStore(self.records(region), peers),
             self.topology,
             ledger,
-            statistics=lambda broker: StatisticsClient(self._connector(broker)),
-            oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(self._connector(broker), queue),
+            statistics=lambda broker: StatisticsClient(self.connector(broker)),
+            oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(self.connector(broker), queue),
             region=None,  # read-only: the CLI plays no role
         )
         try:
             report = probe.probe()
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             return {"unmeasured": {"probe": str(e)}}
-        figures = report.as_dict()
-        figures["dr_depth"] = self._dr_depths(report)
-        return figures
+        depths, relay = self._dr_depths(report), self._relay(report)  # each may add to report.unmeasured
+        return {**report.as_dict(), "dr_depth": depths, "relay": relay}
+
+    def _relay(self, report: HealthReport) -> dict[str, Any] | None:
+        """The relay's liveness: advisories waiting on the primary's BROKERSYNC.CONSUMED and the oldest one's age."""
+        primary = next(b for b in self.topology.brokers if b.name == report.primary)
+        try:
+            connector = self.connector(primary)
+            waiting = StatisticsClient(connector).queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size
+            oldest_ms = oldest_timestamp_ms(connector, Queue.model_construct(name=CONSUMED_QUEUE)) if waiting else None
+        except (BrokerSyncError, BotoCoreError, ClientError) as e:
+            report.unmeasured["relay"] = str(e)
+            return None
+        oldest_s = None if oldest_ms is None else max(0.0, round(time.time() - oldest_ms / 1000, 1))
+        return {"advisories_waiting": waiting, "oldest_s": oldest_s}
 
     def _dr_depths(self, report: HealthReport) -> dict[str, int] | None:
         dr = next(b for b in self.topology.brokers if b.name == report.dr)
         try:
-            stats = StatisticsClient(self._connector(dr)).queue_stats([q.name for q in self.topology.queues])
+            stats = StatisticsClient(self.connector(dr)).queue_stats([q.name for q in self.topology.queues])
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             report.unmeasured["drDepth"] = str(e)
             return None
@@ -212,12 +230,28 @@ class StatusReader:
         for what, why in (health.get("unmeasured") or {}).items():
             if what == "lossWindow":
                 status.problems.append(f"the primary cannot be read: {why}")
-            else:
+            elif what != "drDepth":  # said below, with what it means
                 status.warnings.append(f"{what} not measured: {why}")
-        if status.sync_running and health.get("bridge_connected") is False:
-            status.problems.append("the bridge to the DR broker is not connected: copies wait in the primary's outflow")
+        dr_down = (health.get("unmeasured") or {}).get("drDepth")
+        if dr_down:
+            status.warnings.append(
+                f"the DR broker {status.dr} cannot be read ({dr_down}): copies wait in the primary's outflow "
+                "until it is back (the loss window grows)"
+            )
+        elif status.sync_running and health.get("bridge_connected") is False:
+            status.problems.append(
+                f"the bridge to the DR broker is not connected though {status.dr} answers: "
+                "copies wait in the primary's outflow (see the network connector in the primary's log)"
+            )
         if status.sync_running is False:
             status.warnings.append("sync is stopped (a transition's StopSync, or an operator)")
+        relay = health.get("relay") or {}
+        if status.sync_running and (relay.get("oldest_s") or 0) > RELAY_STALLED_S:
+            status.problems.append(
+                f"the relay is not draining {CONSUMED_QUEUE} on {status.primary}: {relay['advisories_waiting']:,} "
+                f"advisories, the oldest {relay['oldest_s']:.0f}s old; consumed messages are not recorded, "
+                "so they stay on DR (see the relay's logs and errors alarm)"
+            )
         dr_region = next((b.region for b in self.topology.brokers if b.name == status.dr), None)
         loops = status.regions.get(dr_region or "", RegionView("")).purge_loops_running
         if status.sync_running and loops == 0:
@@ -267,6 +301,14 @@ def format_status(status: PairStatus) -> str:
         )
     health = status.health or {}
     queues = health.get("queues") or {}
+    if health:
+        relay = health.get("relay")
+        relay_text = (
+            "unknown"
+            if relay is None
+            else f"{relay['advisories_waiting']:,} advisories waiting, oldest {_secs(relay['oldest_s'])}"
+        )
+        lines.append(f"relay: {relay_text}")
     if queues:
         depths = health.get("dr_depth") or {}
         lines.append(f"queues (bridge {'up' if health.get('bridge_connected') else 'DOWN or unknown'}):")

@@ -5,13 +5,16 @@ primary's is lost); a failback runs in the primary's region. The command finds t
 state machine, starts it with the console's input, prints each step as the execution enters
 it (stderr), and ends with the outcome as JSON (stdout): exit 0 when it succeeded.
 
-``--plan`` touches nothing: it reads the pair as ``brokersync status`` does and prints what
-the execution would do (its steps, in order, and to which brokers) and what it would cost if
-started now: a failover loses at most the copies waiting in the primary's outflow and
-duplicates at most the pending purge; a switchover drains both first (0 and 0) and needs the
-primary readable; a failback rejoins the DR broker and removes what was consumed meanwhile.
-Anything the state machine would refuse (another transition half done, a switchover with the
-primary unreachable) is refused here first, with the reason.
+``--plan`` touches nothing: it reads the pair as ``brokersync status`` does, runs the state
+machine's own Plan checks (the same functions its Plan step calls, on the role and
+transition records of the region it would run in, without claiming the transition) and, for
+a switchover, its drain check against the old primary, and prints what the execution would
+do (its steps, in order, and to which brokers) and what it would cost if started now: a
+failover loses at most the copies waiting in the primary's outflow and duplicates at most
+the pending purge; a switchover drains both first (0 and 0) and needs the primary readable;
+a failback rejoins the DR broker and removes what was consumed meanwhile. Anything the state
+machine would refuse (another transition half done, a switchover with the primary
+unreachable) is refused here first, with the state machine's own reason.
 """
 
 from __future__ import annotations
@@ -22,7 +25,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from brokersync_cli.status import PairStatus, StatusReader, _regional_client
+from botocore.exceptions import BotoCoreError, ClientError
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.exceptions import BrokerSyncError
+from brokersync.failover.errors import FailoverRequestError
+from brokersync.failover.steps import (
+    TransitionStore,
+    drain_figures,
+    drain_queues,
+    failback_to_run,
+    switchover_refusal,
+    transition_to_run,
+)
+from brokersync.ledger import dynamodb_ledger
+from brokersync.roles import RoleStore
+from brokersync_cli.status import PairStatus, StatusReader, _endpoint, _regional_client
 
 #: Which state machine each command starts, its input, and its names (the template's and the local world's).
 COMMANDS: dict[str, tuple[str, dict[str, str], tuple[str, str]]] = {
@@ -73,8 +91,68 @@ def step_names(definition: str) -> list[str]:
     return order
 
 
-def plan(command: str, status: PairStatus, machine: dict[str, Any], definition: str, region: str) -> dict[str, Any]:
-    """What ``command`` would do now and what it would cost; ``refused`` says why it would not start."""
+def state_machine_checks(command: str, reader: StatusReader, region: str) -> dict[str, Any]:
+    """The Plan step's decision (and a switchover's drain check) for ``command`` in ``region``, writing nothing."""
+    topology = reader.topology
+    records = reader.records(region)
+    try:
+        current = TransitionStore(records).read()
+        assignment = RoleStore(records).assignment(topology)
+    except (BrokerSyncError, BotoCoreError, ClientError) as e:
+        return {"refused": f"the role record cannot be read in {region}, where the {command} runs: {e}"}
+    now_ms = int(time.time() * 1000)
+    try:
+        if command == "failback":
+            transition, new = failback_to_run(current, assignment, topology, "plan", now_ms)
+        else:
+            mode = COMMANDS[command][1]["mode"]
+            transition, new = transition_to_run(mode, None, current, assignment, topology, "plan", now_ms)  # type: ignore[arg-type]
+    except FailoverRequestError as e:
+        return {"refused": str(e)}
+    checks: dict[str, Any] = {
+        "refused": None,
+        "nothing_to_do": transition is None,
+        "resumes": None if new or transition is None else transition.execution,
+    }
+    if command == "switchover" and transition is not None:
+        source = next(b for b in topology.brokers if b.name == transition.source)
+        try:
+            stats = StatisticsClient(reader.connector(source)).queue_stats(drain_queues(topology))
+        except BrokerSyncError as e:
+            return {**checks, "refused": switchover_refusal(source.name, e)}
+        ledger = dynamodb_ledger(reader.table, region=region, host=_endpoint("dynamodb"))
+        synced = [q.name for q in topology.queues if q.captures_consumed]
+        drain = drain_figures(topology, stats, {q: len(ledger.pending(q, limit=1000)) for q in synced})
+        checks["drain_now"] = drain
+        checks["drain_waits_for"] = _waits_for(drain)
+    return checks
+
+
+def _waits_for(drain: dict[str, Any]) -> list[str]:
+    """The drain's figures as the things a switchover started now would wait for."""
+    waits = [f"the application's consumers on {q} to stop ({n})" for q, n in drain["consumers"].items() if n]
+    waits += [f"{n:,} copies in {q} to reach DR" for q, n in drain["outflow"].items() if n]
+    waits += [f"{n:,} consumed keys of {q} to be purged" for q, n in drain["pendingPurge"].items() if n]
+    if drain["advisoriesWaiting"]:
+        waits.append(f"{drain['advisoriesWaiting']:,} advisories to be relayed")
+    return waits
+
+
+def plan(
+    command: str,
+    status: PairStatus,
+    machine: dict[str, Any],
+    definition: str,
+    region: str,
+    checks: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``command`` would do now and what it would cost; ``refused`` says why it would not start.
+
+    ``checks`` (state_machine_checks) is the state machine's own verdict; without it (or when
+    it passes) what ``status`` shows is checked too, so an unreadable primary refuses a
+    switchover even when the Plan step would only find out at its probe.
+    """
+    checks = checks or {}
     source, target = (status.primary, status.dr) if command != "failback" else (status.dr, status.primary)
     queues = (status.health or {}).get("queues") or {}
     backlog = sum(q.get("copy_backlog") or 0 for q in queues.values())
@@ -87,14 +165,7 @@ def plan(command: str, status: PairStatus, machine: dict[str, Any], definition: 
         cost = {"lost_at_most": backlog, "duplicates_at_most": pending, **windows}
     else:  # a switchover drains both first; a failback moves no application
         cost = {"lost_at_most": 0, "duplicates_at_most": 0, **windows}
-    refused = None
-    half_done = [p for p in status.problems if "half done" in p]
-    if half_done:
-        refused = half_done[0]
-    elif command == "switchover" and any("primary cannot be read" in p for p in status.problems):
-        refused = f"a switchover drains {source} first and it cannot be read: start a failover instead"
-    elif status.primary is None:
-        refused = "the role record could not be read in any region"
+    refused = checks.get("refused") or _refusal_from_status(command, status, source)
     return {
         "command": command,
         "would_run_in": region,
@@ -106,7 +177,19 @@ def plan(command: str, status: PairStatus, machine: dict[str, Any], definition: 
         "steps": step_names(definition),
         "now": cost,
         "refused": refused,
+        **{k: v for k, v in checks.items() if k != "refused"},
     }
+
+
+def _refusal_from_status(command: str, status: PairStatus, source: str | None) -> str | None:
+    half_done = [p for p in status.problems if "half done" in p]
+    if half_done:
+        return half_done[0]
+    if command == "switchover" and any("primary cannot be read" in p for p in status.problems):
+        return f"a switchover drains {source} first and it cannot be read: start a failover instead"
+    if status.primary is None:
+        return "the role record could not be read in any region"
+    return None
 
 
 def follow(
@@ -152,7 +235,7 @@ def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout
     sfn = _regional_client("stepfunctions", region)
     machine = find_machine(sfn, command)
     definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
-    planned = plan(command, status, machine, definition, region)
+    planned = plan(command, status, machine, definition, region, state_machine_checks(command, reader, region))
     if dry_run:
         print(json.dumps(planned))
         return 1 if planned["refused"] else 0

@@ -75,6 +75,88 @@ class TransitionStore:
         self._version = record.version
 
 
+def transition_to_run(
+    mode: Mode,
+    target: str | None,
+    current: Transition | None,
+    assignment: RoleAssignment,
+    topology: Topology,
+    execution: str,
+    now_ms: int,
+) -> tuple[Transition | None, bool]:
+    """The SWITCHOVER or FAILOVER an execution would run, and whether it is new (to be claimed).
+
+    The one in progress is resumed; another mode's half-done transition, or a target the
+    topology does not name, is refused (FailoverRequestError); ``None`` when the target is
+    already primary. Pure, so ``brokersync switchover --plan`` asks exactly what the state
+    machine's Plan step would decide, without writing the record.
+    """
+    if current and current.status == "in-progress":
+        if current.mode != mode:
+            raise FailoverRequestError(
+                f"a {current.mode} to {current.target} is in progress ({current.execution}): "
+                f"re-run it with mode {current.mode} (or finish it) before a {mode}"
+            )
+        return current, False
+    target = target or assignment.dr
+    names = {b.name for b in topology.brokers}
+    if target not in names:
+        raise FailoverRequestError(f"target {target!r} is not a broker of the topology ({sorted(names)})")
+    if target == assignment.primary:
+        return None, False  # already primary: nothing to do
+    return Transition(mode, assignment.primary, target, execution, now_ms), True
+
+
+def failback_to_run(
+    current: Transition | None, assignment: RoleAssignment, topology: Topology, execution: str, now_ms: int
+) -> tuple[Transition, bool]:
+    """The FAILBACK an execution would run (resumed or new), or FailoverRequestError while another mode is half done."""
+    if current and current.status == "in-progress" and current.mode != "FAILBACK":
+        raise FailoverRequestError(
+            f"a {current.mode} to {current.target} is still in progress ({current.execution}): re-run it first"
+        )
+    if current and current.status == "in-progress":
+        return current, False
+    # The rejoining broker is the topology's other broker, not the name the record kept: a
+    # pair re-paired with a broker in a third region names the new broker only in the topology.
+    rejoining = apply_roles(topology, assignment).dr.name
+    return Transition("FAILBACK", rejoining, assignment.primary, execution, now_ms), True
+
+
+def switchover_refusal(source: str, error: Exception) -> str:
+    """Why a switchover cannot start when its old primary does not answer."""
+    return (
+        f"the old primary {source} is unreachable ({error}); a switchover must drain it first. "
+        "Start a FAILOVER instead if its region is lost."
+    )
+
+
+def drain_queues(topology: Topology) -> list[str]:
+    """The old primary's queues a switchover's drain reads: each queue, its outflow, the advisories."""
+    return [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
+
+
+def drain_figures(topology: Topology, stats: dict[str, Any], pending: dict[str, int]) -> dict[str, Any]:
+    """What a switchover still waits for, from the old primary's queue statistics and the pending purge.
+
+    Drained means: no application consumer on a synced queue of the old primary, no copy
+    waiting in its ``Q.DR`` outflow, no consumed advisory waiting to be relayed, and no key
+    pending purge. Only then can the roles swap with zero loss and zero duplicates.
+    """
+    synced = [q for q in topology.queues if q.captures_consumed]
+    outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
+    consumers = {q.name: stats[q.name].consumer_count for q in synced}
+    advisories = stats[CONSUMED_QUEUE].size
+    drained = not any(outflow.values()) and not any(consumers.values()) and not any(pending.values())
+    return {
+        "drained": drained and advisories == 0,
+        "outflow": outflow,
+        "consumers": consumers,
+        "pendingPurge": pending,
+        "advisoriesWaiting": advisories,
+    }
+
+
 @dataclass
 class FailoverEnvironment:
     """Everything the steps talk to; built once per cold start by the handler."""
@@ -138,38 +220,18 @@ class FailoverSteps:
         request = TransitionRequest.parse(raw_request)
         assignment = self._assignment()
         current = self.env.transitions.read()
-        if current and current.status == "in-progress" and current.mode != "FAILBACK":
-            raise FailoverRequestError(
-                f"a {current.mode} to {current.target} is still in progress ({current.execution}): re-run it first"
-            )
-        if current and current.status == "in-progress":
-            transition = current
-        else:
-            # The rejoining broker is the topology's other broker, not the name the record kept: a
-            # pair re-paired with a broker in a third region names the new broker only in the topology.
-            rejoining = apply_roles(self.env.topology, assignment).dr.name
-            transition = Transition("FAILBACK", rejoining, assignment.primary, execution, self._now_ms())
+        transition, new = failback_to_run(current, assignment, self.env.topology, execution, self._now_ms())
+        if new:
             self.env.transitions.write(transition)
         return self._context(transition, request, "FAILBACK")
 
     def _resume_or_start(self, mode: Mode, request: TransitionRequest, execution: str) -> Transition | None:
         current = self.env.transitions.read()
-        if current and current.status == "in-progress":
-            if current.mode != mode:
-                raise FailoverRequestError(
-                    f"a {current.mode} to {current.target} is in progress ({current.execution}): "
-                    f"re-run it with mode {current.mode} (or finish it) before a {mode}"
-                )
-            return current
-        assignment = self._assignment()
-        target = request.target or assignment.dr
-        names = {b.name for b in self.env.topology.brokers}
-        if target not in names:
-            raise FailoverRequestError(f"target {target!r} is not a broker of the topology ({sorted(names)})")
-        if target == assignment.primary:
-            return None  # already primary: nothing to do
-        transition = Transition(mode, assignment.primary, target, execution, self._now_ms())
-        self.env.transitions.write(transition)
+        transition, new = transition_to_run(
+            mode, request.target, current, self._assignment(), self.env.topology, execution, self._now_ms()
+        )
+        if new and transition is not None:
+            self.env.transitions.write(transition)
         return transition
 
     def _context(self, transition: Transition | None, request: TransitionRequest, mode: Mode) -> TransitionContext:
@@ -192,42 +254,22 @@ class FailoverSteps:
         try:
             self.env.statistics(self._broker(source)).queue_stats([CONSUMED_QUEUE])
         except BrokerSyncError as e:
-            raise SwitchoverRefusedError(
-                f"the old primary {source} is unreachable ({e}); a switchover must drain it first. "
-                "Start a FAILOVER instead if its region is lost."
-            ) from e
+            raise SwitchoverRefusedError(switchover_refusal(source, e)) from e
 
     # -- switchover drain ------------------------------------------------------------------------
     def drain_status(self, ctx: TransitionContext) -> dict[str, Any]:
-        """Is everything accepted by the old primary on DR, and every consumed copy purged?
-
-        Drained means: no application consumer on a synced queue of the old primary, no copy
-        waiting in its ``Q.DR`` outflow, no consumed advisory waiting to be relayed, and no key
-        pending purge. Only then can the roles swap with zero loss and zero duplicates.
-        """
+        """Is everything accepted by the old primary on DR, and every consumed copy purged? (drain_figures)"""
         topology = self.env.topology
         synced = [q for q in topology.queues if q.captures_consumed]
         try:
-            stats = self.env.statistics(self._broker(ctx.source)).queue_stats(
-                [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
-            )
+            stats = self.env.statistics(self._broker(ctx.source)).queue_stats(drain_queues(topology))
         except BrokerUnavailableError as e:
             source = ctx.source
             raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
-        outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
-        consumers = {q.name: stats[q.name].consumer_count for q in synced}
         pending = {q.name: len(self.env.ledger.pending(q.name, limit=1000)) for q in synced}
-        advisories = stats[CONSUMED_QUEUE].size
-        drained = not any(outflow.values()) and not any(consumers.values()) and not any(pending.values())
-        drained = drained and advisories == 0
-        return {
-            "drained": drained,
-            "timedOut": not drained and self._now_ms() > ctx.drain_deadline_ms,
-            "outflow": outflow,
-            "consumers": consumers,
-            "pendingPurge": pending,
-            "advisoriesWaiting": advisories,
-        }
+        figures = drain_figures(topology, stats, pending)
+        figures["timedOut"] = not figures["drained"] and self._now_ms() > ctx.drain_deadline_ms
+        return figures
 
     # -- sync ----------------------------------------------------------------------------------------
     def stop_sync(self, ctx: TransitionContext, execution: str) -> dict[str, Any]:
