@@ -119,7 +119,17 @@ class RegionLossDrill(Drill):
         )
 
     def _run_cli(self, region: str, *args: str, ids: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-        """``brokersync ARGS`` run as an operator runs it against ``region`` (exit code, JSON on stdout).
+        """``brokersync ARGS`` run as an operator runs it against ``region`` (exit code, JSON on stdout)."""
+        done = self._cli_process(region, *args, ids=ids)
+        try:
+            return done.returncode, dict(json.loads(done.stdout))
+        except ValueError as e:
+            raise LocalWorldError(f"brokersync {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}") from e
+
+    def _cli_process(
+        self, region: str, *args: str, ids: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``brokersync ARGS --pair local`` run to its end in ``region``'s shell.
 
         The CLI is given what an operator's shell has: an endpoint (AWS's, here the local one),
         a region, credentials, and the stack's topology file; locally also moto's broker ids.
@@ -135,7 +145,7 @@ class RegionLossDrill(Drill):
         }
         if ids is not None:
             env["BROKERSYNC_BROKER_IDS"] = json.dumps(ids)
-        done = subprocess.run(  # our own CLI, our own interpreter
+        return subprocess.run(  # our own CLI, our own interpreter
             [sys.executable, "-m", "brokersync_cli.main", *args, "--pair", PAIR_NAME],
             env=env,
             capture_output=True,
@@ -143,10 +153,6 @@ class RegionLossDrill(Drill):
             timeout=300,
             check=False,
         )
-        try:
-            return done.returncode, dict(json.loads(done.stdout))
-        except ValueError as e:
-            raise LocalWorldError(f"brokersync {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}") from e
 
     def _execute_in(self, region: str, machine: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.sfn, self.machines = self._client("stepfunctions", region), self.stacks[region]
