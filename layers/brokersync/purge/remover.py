@@ -7,11 +7,22 @@ reuses one), and only the copy of the message that was consumed may leave DR. Th
 keeps a message's id, so a copy that the bridge delivered twice (a redelivery after a
 reconnect) carries the same id as its original, and both copies go: they are one message.
 
-For each selector batch the remover opens a client-individual subscription whose selector
-is ``JMSMessageID IN (...)`` over exactly the batch, acks every frame it receives (from its
-own thread, never stomp.py's listener thread), and closes the subscription when every id
-was found or no frame arrived for ``settle_s``. Ids not found stay pending: the copy may
-still be on the bridge, or deeper in the queue than the broker pages into memory.
+For each selector batch the remover opens a subscription whose selector is
+``JMSMessageID IN (...)`` over exactly the batch, with a prefetch of exactly the batch's
+size, checks every frame it receives (from its own thread, never stomp.py's listener
+thread), and, once every id was found or no frame arrived for ``settle_s``, acknowledges
+them all with **one cumulative ACK** (``ack: client``) and closes the subscription at once.
+Ids not found stay pending: the copy may still be on the bridge, or deeper in the queue than
+the broker pages into memory.
+
+Why one ACK and a prefetch of the batch (measured: ``bench/sync.py``, decision 0008): on
+every ACK ActiveMQ wakes the queue, and each wake-up is a dispatch pass that evaluates every
+open, not-full subscription's selector against every paged-in message that is not yet
+dispatched, that is, against the whole backlog of unconsumed messages on DR. Acking frame by
+frame made that a pass per removed message, so the purge's broker cost grew with the DR
+queue's depth. A subscription whose prefetch is the batch is *full* once its messages are
+dispatched, and a pass skips a full subscription without evaluating anything; one cumulative
+ACK followed at once by the UNSUBSCRIBE leaves one pass per batch, not per message.
 
 Why the invariant holds ("a message not consumed on the primary is never received, acked,
 nacked or redelivered by the purge"): ActiveMQ returns a subscription's delivered-but-unacked
@@ -21,13 +32,17 @@ remove. The selector guarantees that: it names only consumed messages, built fro
 quoted ids (:mod:`brokersync.purge.selectors`). Every frame is still checked before it is
 acked:
 
-* a frame of an open subscription whose id that subscription selected is acked;
+* a frame of an open subscription whose id that subscription selected is taken, to be
+  covered by the subscription's cumulative ACK (which covers, in ActiveMQ, exactly the
+  frames dispatched on that subscription up to the one named, in dispatch order: the frames
+  this remover received and checked);
 * a frame of a subscription this call already closed (it raced the UNSUBSCRIBE) is *late*:
   it is a selected, consumed message, it cannot be acked any more, the broker puts it back
   and a later round removes it. Counted, never an error;
 * anything else (an id no subscription asked for, a subscription id we never opened) is a
-  violation: it is not acked, the call stops with :class:`PurgeInvariantError`, which the
-  purge loop never retries and the edge turns into an alarm.
+  violation: it is not acked (its subscription's ACK names the last good frame before it,
+  so it is not covered), the call stops with :class:`PurgeInvariantError`, which the purge
+  loop never retries and the edge turns into an alarm.
 
 The last UNSUBSCRIBE of a group carries a receipt, and the broker processes a connection's
 frames in order, so when the receipt arrives every ack before it has been applied. Only then
@@ -103,6 +118,11 @@ class RemovalResult:
 class _Subscription:
     selected: frozenset[str]
     outstanding: set[str]
+    #: Message ids taken (checked, to be covered by the cumulative ACK), in dispatch order.
+    taken: list[str] = field(default_factory=list)
+    #: The ack id of the last frame taken: the cumulative ACK names it.
+    last_ack: str | None = None
+    #: Ids the cumulative ACK covered (sent; confirmed by the group's receipt).
     acked: list[str] = field(default_factory=list)
     open: bool = True
 
@@ -179,48 +199,100 @@ class SelectorRemover:
             connection.subscribe(
                 f"/queue/{queue}",
                 id=sub_id,
-                ack="client-individual",
+                ack="client",
                 headers={"selector": selector, "activemq.prefetchSize": str(min(self.settings.prefetch, len(batch)))},
             )
-        violation: PurgeInvariantError | None = None
+        receipt = f"purge-confirm-{next(self._ids)}"
         confirmed = False
         try:
-            last_frame = time.monotonic()
-            while any(subscriptions[s].outstanding for s in opened):
-                wait = min(last_frame + self.settings.settle_s, limit) - time.monotonic()
-                frame = self._next(inbox, wait)
-                if frame is None:
-                    break
-                violation = self._handle(connection, frame, queue, subscriptions, result)
-                if violation is not None:
-                    break
-                last_frame = time.monotonic()
-            # Frames that raced the settle timeout are selected ids too: ack them rather than
-            # let the unsubscribe hand them back with a raised redelivery counter.
-            while violation is None and (frame := self._next(inbox, 0)) is not None:
-                violation = self._handle(connection, frame, queue, subscriptions, result)
-            self._unsubscribe_confirmed(connection, inbox, opened, subscriptions, limit)
+            violation = self._collect(connection, inbox, queue, opened, subscriptions, result, limit, receipt)
+            for sub_id in opened:
+                if subscriptions[sub_id].open:
+                    self._close(connection, sub_id, subscriptions, opened, receipt)
+            self._await_receipt(connection, inbox, receipt, limit)
             confirmed = True
         finally:
             if not confirmed:
                 for sub_id in opened:
-                    subscriptions[sub_id].open = False
-                    with contextlib.suppress(Exception):
-                        connection.unsubscribe(sub_id)
+                    if subscriptions[sub_id].open:
+                        subscriptions[sub_id].open = False
+                        with contextlib.suppress(Exception):
+                            connection.unsubscribe(sub_id)
         for sub_id in opened:
             result.removed.extend(dict.fromkeys(subscriptions[sub_id].acked))
         if violation is not None:
             raise violation
 
-    def _handle(
+    def _collect(
         self,
         connection: stomp.Connection12,
+        inbox: FrameInbox,
+        queue: str,
+        opened: list[str],
+        subscriptions: dict[str, _Subscription],
+        result: RemovalResult,
+        limit: float,
+        receipt: str,
+    ) -> PurgeInvariantError | None:
+        """Take frames until every subscription found its ids (each closed as it does) or none came for settle_s."""
+        last_frame = time.monotonic()
+        while any(subscriptions[s].open for s in opened):
+            wait = min(last_frame + self.settings.settle_s, limit) - time.monotonic()
+            frame = self._next(inbox, wait)
+            if frame is None:
+                break
+            violation = self._take(frame, queue, subscriptions, result)
+            if violation is not None:
+                return violation
+            subscription = subscriptions[frame.headers["subscription"]]
+            if subscription.open and not subscription.outstanding:
+                # Take what already arrived first (a second copy of an id, the bridge's redelivery,
+                # is covered by the same ACK), then close every subscription that is done.
+                while (more := self._next(inbox, 0)) is not None:
+                    violation = self._take(more, queue, subscriptions, result)
+                    if violation is not None:
+                        return violation
+                for sub_id in opened:
+                    if subscriptions[sub_id].open and not subscriptions[sub_id].outstanding:
+                        self._close(connection, sub_id, subscriptions, opened, receipt)
+            last_frame = time.monotonic()
+        # Frames that raced the settle timeout are selected ids too: take them rather than let
+        # the unsubscribe hand them back with a raised redelivery counter.
+        while (frame := self._next(inbox, 0)) is not None:
+            violation = self._take(frame, queue, subscriptions, result)
+            if violation is not None:
+                return violation
+        return None
+
+    def _close(
+        self,
+        connection: stomp.Connection12,
+        sub_id: str,
+        subscriptions: dict[str, _Subscription],
+        opened: list[str],
+        receipt: str,
+    ) -> None:
+        """One cumulative ACK for what the subscription took, then UNSUBSCRIBE; the group's last carries the receipt.
+
+        The ACK goes first and the UNSUBSCRIBE right behind it, so the dispatch pass the ACK's
+        wake-up runs finds the subscription gone instead of evaluating its selector again.
+        """
+        subscription = subscriptions[sub_id]
+        subscription.open = False
+        if subscription.last_ack is not None:
+            connection.ack(subscription.last_ack)
+            subscription.acked = list(subscription.taken)
+        last = not any(subscriptions[s].open for s in opened)
+        connection.unsubscribe(sub_id, headers={"receipt": receipt} if last else None)
+
+    def _take(
+        self,
         frame: stomp.utils.Frame,
         queue: str,
         subscriptions: dict[str, _Subscription],
         result: RemovalResult,
     ) -> PurgeInvariantError | None:
-        """Ack ``frame`` if, and only if, an open subscription of ours selected its id; else say why not."""
+        """Take ``frame`` if, and only if, an open subscription of ours selected its id; else say why not."""
         sub_id = frame.headers.get("subscription", "")
         message_id = frame.headers.get("message-id", "")
         subscription = subscriptions.get(sub_id)
@@ -234,8 +306,8 @@ class SelectorRemover:
         if message_id not in subscription.outstanding:
             result.extra_copies += 1
         subscription.outstanding.discard(message_id)
-        connection.ack(frame.headers["ack"])
-        subscription.acked.append(message_id)
+        subscription.taken.append(message_id)
+        subscription.last_ack = frame.headers["ack"]
         return None
 
     @staticmethod
@@ -249,21 +321,9 @@ class SelectorRemover:
         assert isinstance(item, stomp.utils.Frame)
         return item
 
-    def _unsubscribe_confirmed(
-        self,
-        connection: stomp.Connection12,
-        inbox: FrameInbox,
-        sub_ids: list[str],
-        subscriptions: dict[str, _Subscription],
-        limit: float,
-    ) -> None:
-        """Unsubscribe; the last UNSUBSCRIBE carries a receipt, so its arrival confirms every ack before it."""
-        receipt = f"purge-confirm-{next(self._ids)}"
-        for sub_id in sub_ids:
-            subscriptions[sub_id].open = False
-        for sub_id in sub_ids[:-1]:
-            connection.unsubscribe(sub_id)
-        connection.unsubscribe(sub_ids[-1], headers={"receipt": receipt})
+    def _await_receipt(self, connection: stomp.Connection12, inbox: FrameInbox, receipt: str, limit: float) -> None:
+        """The group's last UNSUBSCRIBE carries ``receipt``; the broker processes a connection's frames
+        in order, so its arrival confirms every ACK before it."""
         # The receipt gets a few seconds even past the deadline: acks already sent are worth confirming.
         deadline = max(limit, time.monotonic() + min(5.0, self.settings.timeout_s))
         with inbox.receipt_arrived:

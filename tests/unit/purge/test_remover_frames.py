@@ -28,28 +28,43 @@ def mid(n: int) -> str:
 
 @dataclass
 class ScriptedConnection:
-    """Delivers, on each SUBSCRIBE, the frames a script says the broker would dispatch."""
+    """Delivers, on each SUBSCRIBE, the frames a script says the broker would dispatch.
+
+    An ACK is cumulative, as ActiveMQ's ``ack: client``: it covers every frame dispatched on
+    its subscription up to the one it names, in dispatch order, and nothing after it.
+    """
 
     inbox: FrameInbox
     on_subscribe: Callable[[ScriptedConnection, str, list[str]], None]
     acked: list[str] = field(default_factory=list)
+    ack_frames: int = 0
     unsubscribed: list[str] = field(default_factory=list)
     subscriptions: dict[str, list[str]] = field(default_factory=dict)
+    dispatched: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    modes: set[str] = field(default_factory=set)
     connected: bool = True
     confirm: bool = True
 
     def deliver(self, sub_id: str, message_id: str) -> None:
-        headers = {"subscription": sub_id, "message-id": message_id, "ack": f"ack-{message_id}-{sub_id}"}
+        ack_id = f"ack-{len(self.dispatched.get(sub_id, []))}-{sub_id}"
+        self.dispatched.setdefault(sub_id, []).append((ack_id, message_id))
+        headers = {"subscription": sub_id, "message-id": message_id, "ack": ack_id}
         self.inbox.on_message(stomp.utils.Frame("MESSAGE", headers, ""))
 
     def subscribe(self, destination: str, id: str, ack: str, headers: dict[str, str]) -> None:
+        self.modes.add(ack)
         selected = headers["selector"].removeprefix("JMSMessageID IN (").removesuffix(")")
         ids = [s.strip("'") for s in selected.split(",")]
         self.subscriptions[id] = ids
         self.on_subscribe(self, id, ids)
 
     def ack(self, ack_id: str) -> None:
-        self.acked.append(ack_id.split("-", 1)[1].rsplit("-", 2)[0])
+        self.ack_frames += 1
+        sub_id = ack_id.split("-", 2)[2]
+        pending = self.dispatched[sub_id]
+        upto = next(i for i, (a, _m) in enumerate(pending) if a == ack_id)
+        self.acked += [m for _a, m in pending[: upto + 1]]
+        self.dispatched[sub_id] = pending[upto + 1 :]
 
     def unsubscribe(self, sub_id: str, headers: dict[str, str] | None = None) -> None:
         self.unsubscribed.append(sub_id)
@@ -99,6 +114,47 @@ def test_a_message_the_bridge_delivered_twice_is_removed_in_both_copies() -> Non
     assert result.removed == [mid(1)]
     assert result.extra_copies == 1
     assert remover.connector.connections[0].acked == [mid(1), mid(1)]  # type: ignore[attr-defined]
+
+
+def test_a_subscription_is_acknowledged_with_one_cumulative_ack_whatever_it_removed() -> None:
+    """Each ACK wakes a dispatch pass over the DR queue's whole backlog: one per batch, not per message."""
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
+
+    result = remover.remove(QUEUE, [mid(n) for n in range(1, 101)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert len(result.removed) == 100
+    assert (connection.ack_frames, connection.modes) == (1, {"client"})
+
+
+def test_a_subscription_that_found_all_its_ids_is_closed_without_waiting_for_the_others() -> None:
+    """A finished subscription left open would be evaluated again by every dispatch pass."""
+    closed_when: dict[str, int] = {}
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        if len(c.subscriptions) == 1:  # the first subscription finds everything at once
+            for m in ids:
+                c.deliver(sub, m)
+
+    remover = _remover(script, selector_bytes=1000, settle_s=0.3)
+    original = ScriptedConnection.unsubscribe
+
+    def unsubscribe(self: ScriptedConnection, sub_id: str, headers: dict[str, str] | None = None) -> None:
+        closed_when[sub_id] = len(self.unsubscribed)
+        original(self, sub_id, headers)
+
+    ScriptedConnection.unsubscribe = unsubscribe  # type: ignore[method-assign]
+    try:
+        started = time.monotonic()
+        result = remover.remove(QUEUE, [mid(n) for n in range(1, 60)])
+    finally:
+        ScriptedConnection.unsubscribe = original  # type: ignore[method-assign]
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    first = next(iter(connection.subscriptions))
+    assert closed_when[first] == 0 and len(connection.subscriptions) > 1
+    assert result.removed == connection.subscriptions[first]
+    assert time.monotonic() - started >= 0.3  # the others waited for their settle
 
 
 def test_a_frame_that_arrives_after_its_subscription_closed_is_late_not_a_violation() -> None:
