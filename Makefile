@@ -5,7 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEB_PACKAGES := activemq libjettison-java libxstream-java
 STAMP_DEB := .brokersync/.deb-installed
-STAMP_VENV := $(VENV)/.installed
+# Every extra the documented commands use, the benchmarks' included: a fresh checkout runs them all.
+EXTRAS := dev,spark,docs,bench
+comma := ,
+STAMP_VENV := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 # SAM CLI lives in a virtualenv of its own: it pins boto3 and friends differently from moto.
 SAM_CLI_VERSION := 1.170.0
 SAM_VENV := .brokersync/sam-cli
@@ -28,7 +31,7 @@ STAMP_CHECKOV := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 PYTHON_RUNTIME = $(eval PYTHON_RUNTIME := $$(shell $(BIN)/python -m brokersync_ci.runtime_python))$(PYTHON_RUNTIME)
 RUNTIME_PATH = $(if $(PYTHON_RUNTIME),$(dir $(PYTHON_RUNTIME)):,)$(PATH)
 
-.PHONY: demo test lint format deps clean down template-check lock supply-chain docs
+.PHONY: demo test lint format deps clean down template-check lock supply-chain docs performance-page
 
 deps: $(STAMP_DEB) $(STAMP_VENV)
 
@@ -45,7 +48,7 @@ $(STAMP_DEB):
 $(STAMP_VENV): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,spark,docs]'
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	@touch $@
 
 $(STAMP_SAM):
@@ -109,6 +112,10 @@ format: deps
 # The documentation site into .brokersync/site; strict: a broken link or anchor fails the build.
 docs: deps
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# docs/performance.md from bench/performance.md.j2 and the results the benchmarks wrote (bench/results).
+performance-page: deps
+	$(BIN)/python -m brokersync_ci.bench_results render
 
 test: deps lint docs template-check supply-chain
 	BROKERSYNC_PYTHON_RUNTIME="$(PYTHON_RUNTIME)" $(BIN)/pytest $(PYTEST_ARGS)

@@ -1,6 +1,7 @@
 """Capture throughput and cost: one relay against the raw STOMP drain of the same queue.
 
-Prints one JSON object measured in one run:
+Prints one JSON object measured in one run (three runs by default, each on a fresh pair,
+with their spread) and writes it into bench/results/capture.json:
 
     {"captured_per_s": ..., "raw_drain_per_s": ..., "wcu_per_1000_msgs": ..., "usd_per_million_msgs": ..., ...}
 
@@ -12,7 +13,7 @@ Then N more advisories are made and one relay drains them into the ledger table 
 DynamoDB (real HTTP requests), parsing, batching, writing and acking. Write units are
 counted per request from the item sizes by DynamoDB's rules and priced at on-demand rates.
 
-Run: ``.venv/bin/python bench/capture.py [--messages N]``
+Run: ``.venv/bin/python bench/capture.py [--messages N] [--repeat N] [--no-record]``
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.pop(0)
 
 import argparse
-import json
 import os
 import queue as queue_mod
 import tempfile
@@ -44,7 +44,8 @@ from brokersync.capture.relay import ADVISORY_TRANSFORMATION, AdvisoryRelay, Rel
 from brokersync.capture.writer import LedgerWriter
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
-from brokersync.topology import CONSUMED_QUEUE, load_topology
+from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
+from brokersync_ci import bench_results
 from brokersync_local.world import LocalWorld, WorldPorts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,44 +141,50 @@ def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple
     return count / ((done_at[0] if done_at else time.perf_counter()) - started), report.write_units
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5_000)
-    args = parser.parse_args()
-    topology = load_topology(ROOT / "topology.yaml")
+def measure(topology: Topology, messages: int) -> dict[str, object]:
+    """One run on a fresh pair: the raw drain and the relay's capture of the same advisories."""
     with tempfile.TemporaryDirectory(prefix="bench-capture-") as state:
         world = LocalWorld(topology, Path(state), PORTS)
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             primary = StompConnector(world.topology.primary.stomp)
-            make_advisories(primary, args.messages)
-            raw = raw_drain(primary, args.messages)
-            make_advisories(primary, args.messages)
-            captured, units = relay_drain(world, primary, args.messages)
+            make_advisories(primary, messages)
+            raw = raw_drain(primary, messages)
+            make_advisories(primary, messages)
+            captured, units = relay_drain(world, primary, messages)
         finally:
             world.destroy()
-    wcu_per_1000 = units / args.messages * 1000
+    wcu_per_1000 = units / messages * 1000
     usd_per_million = wcu_per_1000 * 1000 * (PRICE_PER_MILLION_WRU + (REPLICAS - 1) * PRICE_PER_MILLION_RWRU) / 1e6
-    print(
-        json.dumps(
-            {
-                "captured_per_s": round(captured),
-                "raw_drain_per_s": round(raw),
-                "ratio": round(captured / raw, 2),
-                "wcu_per_1000_msgs": round(wcu_per_1000, 1),
-                "usd_per_million_msgs": round(usd_per_million, 4),
-                "prices_used": {
-                    "usd_per_million_write_request_units": PRICE_PER_MILLION_WRU,
-                    "usd_per_million_replicated_write_request_units": PRICE_PER_MILLION_RWRU,
-                    "replicas": REPLICAS,
-                    "region": "us-east-1 on-demand",
-                },
-                "ledger": "moto DynamoDB over HTTP on loopback",
-                "messages": args.messages,
-            }
-        )
-    )
-    return 0
+    return {
+        "captured_per_s": round(captured),
+        "raw_drain_per_s": round(raw),
+        "ratio": round(captured / raw, 2),
+        "wcu_per_1000_msgs": round(wcu_per_1000, 1),
+        "usd_per_million_msgs": round(usd_per_million, 4),
+        "prices_used": {
+            "usd_per_million_write_request_units": PRICE_PER_MILLION_WRU,
+            "usd_per_million_replicated_write_request_units": PRICE_PER_MILLION_RWRU,
+            "replicas": REPLICAS,
+            "region": "us-east-1 on-demand",
+        },
+        "ledger": "moto DynamoDB over HTTP on loopback",
+        "messages": messages,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5_000)
+    bench_results.add_arguments(parser, "capture", repeat=3)
+    args = parser.parse_args()
+    topology = load_topology(ROOT / "topology.yaml")
+    result = bench_results.run_repeated(lambda: measure(topology, args.messages), args.repeat, _progress)
+    return bench_results.finish("capture", result, args)
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

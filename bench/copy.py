@@ -14,7 +14,8 @@ Method (persistent 1 KB messages, real brokers on loopback, a fresh pair per con
 "default" is what ActiveMQ does out of the box (journal synced per message on DR, one
 bridge); "tuned" is what the renderer emits by default (see docs, "Copy throughput").
 
-Run: ``.venv/bin/python bench/copy.py [--messages N] [--bridges 1,2,4]``
+Run: ``.venv/bin/python bench/copy.py [--messages N] [--bridges 1,2,4] [--repeat N] [--no-record]``
+(writes bench/results/copy.json)
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.pop(0)
 
 import argparse
-import json
 import tempfile
 import threading
 import time
@@ -36,6 +36,7 @@ from pathlib import Path
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.topology import Queue, Topology, load_topology
+from brokersync_ci import bench_results
 from brokersync_local.world import LocalWorld, WorldPorts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,40 +154,50 @@ def drain_queue(world: LocalWorld) -> None:
         connection.disconnect()
 
 
+def measure_all(messages: int, producers: int, bridges: list[int]) -> dict[str, object]:
+    """One run: the default configuration, the tuned one, and the tuned one with parallel bridges."""
+    default = measure(1, "always", messages, producers)
+    tuned = measure(1, "periodic", messages, producers)
+    extra = {n: measure(n, "periodic", messages, producers) for n in bridges}
+    return {
+        "primary_ingest_msgs_per_s": round(default["ingest"]),
+        "default_bridge_msgs_per_s": round(default["end_to_end"]),
+        "tuned_bridge_msgs_per_s": round(tuned["end_to_end"]),
+        "speedup": round(tuned["end_to_end"] / default["end_to_end"], 2),
+        "default_backlog_drain_msgs_per_s": round(default["backlog"]),
+        "tuned_backlog_drain_msgs_per_s": round(tuned["backlog"]),
+        "backlog_speedup": round(tuned["backlog"] / default["backlog"], 2),
+        "tuned_primary_ingest_msgs_per_s": round(tuned["ingest"]),
+        "tuned_with_parallel_bridges": {
+            str(n): {
+                "end_to_end": round(r["end_to_end"]),
+                "backlog": round(r["backlog"]),
+                "speedup": round(r["end_to_end"] / default["end_to_end"], 2),
+                "backlog_speedup": round(r["backlog"] / default["backlog"], 2),
+            }
+            for n, r in sorted(extra.items())
+        },
+        "default": "journalDiskSyncStrategy=always on DR, 1 bridge",
+        "tuned": "journalDiskSyncStrategy=periodic (1000 ms) on DR, 1 bridge",
+        "messages": messages,
+        "message_bytes": len(BODY),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--producers", type=int, default=4)
     parser.add_argument("--bridges", default="", help="also measure the tuned setup with N parallel bridges (e.g. 2,4)")
+    bench_results.add_arguments(parser, "copy", repeat=1)
     args = parser.parse_args()
-
-    default = measure(1, "always", args.messages, args.producers)
-    tuned = measure(1, "periodic", args.messages, args.producers)
-    extra = {
-        n: measure(n, "periodic", args.messages, args.producers) for n in {int(b) for b in args.bridges.split(",") if b}
-    }
-    print(
-        json.dumps(
-            {
-                "primary_ingest_msgs_per_s": round(default["ingest"]),
-                "default_bridge_msgs_per_s": round(default["end_to_end"]),
-                "tuned_bridge_msgs_per_s": round(tuned["end_to_end"]),
-                "speedup": round(tuned["end_to_end"] / default["end_to_end"], 2),
-                "default_backlog_drain_msgs_per_s": round(default["backlog"]),
-                "tuned_backlog_drain_msgs_per_s": round(tuned["backlog"]),
-                "tuned_primary_ingest_msgs_per_s": round(tuned["ingest"]),
-                "tuned_with_parallel_bridges": {
-                    str(n): {"end_to_end": round(r["end_to_end"]), "backlog": round(r["backlog"])}
-                    for n, r in sorted(extra.items())
-                },
-                "default": "journalDiskSyncStrategy=always on DR, 1 bridge",
-                "tuned": "journalDiskSyncStrategy=periodic (1000 ms) on DR, 1 bridge",
-                "messages": args.messages,
-                "message_bytes": len(BODY),
-            }
-        )
+    bridges = sorted({int(b) for b in args.bridges.split(",") if b})
+    result = bench_results.run_repeated(
+        lambda: measure_all(args.messages, args.producers, bridges),
+        args.repeat,
+        lambda line: print(line, file=sys.stderr, flush=True),
     )
-    return 0
+    return bench_results.finish("copy", result, args)
 
 
 if __name__ == "__main__":

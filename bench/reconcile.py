@@ -13,7 +13,8 @@ unconsumed. Both engines compute the same things from the same files: decode eve
 one row per key with its status, the purge list, the missing keys (both written as
 Parquet), and per-queue counts with lag percentiles; the counts they find are compared.
 Spark runs as ``brokersync reconcile`` does (local[2]); its peak RSS is the JVM's. DuckDB is only the
-yardstick here (``pip install -e '.[bench]'``), never a dependency.
+yardstick here (the ``bench`` extra, which ``make test`` and ``make demo`` install), never a
+dependency of what is deployed. The result goes into bench/results/reconcile.json.
 
     .venv/bin/python bench/reconcile.py                      # 10M keys, 1M messages
     .venv/bin/python bench/reconcile.py --ledger-keys 1000000 --snapshot-msgs 100000
@@ -43,6 +44,7 @@ import psutil
 from ulid import ULID
 
 from brokersync.snapshot.writer import DEFAULT_PART_LINES
+from brokersync_ci import bench_results
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -249,6 +251,7 @@ def main() -> int:
     parser.add_argument("--snapshot-msgs", type=int, default=1_000_000)
     parser.add_argument("--data", type=Path, default=ROOT / ".brokersync" / "bench")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each engine, interleaved; medians reported")
+    bench_results.add_arguments(parser, "reconcile", repeat=None)
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     folder = args.data / f"reconcile-{args.ledger_keys}-{args.snapshot_msgs}-v2"
@@ -266,28 +269,24 @@ def main() -> int:
             spark_runs.append(spark_s)
     spark_s, duckdb_s = statistics.median(spark_runs), statistics.median(duckdb_runs)
     export_mb = sum(f.stat().st_size for f in (folder / "export").rglob("*.json.gz")) / 1e6
-    print(
-        json.dumps(
-            {
-                "ledger_keys": facts["ledger_keys"],
-                "snapshot_msgs": facts["snapshot_msgs"],
-                "spark_s": round(spark_s, 1),
-                "spark_peak_rss_mb": round(rss.peak / 1e6),
-                "spark_peak_rss_by_process_mb": rss.at_peak,
-                "duckdb_s": round(duckdb_s, 1),
-                "ratio": round(spark_s / duckdb_s, 2),
-                "spark_runs_s": [round(r, 1) for r in spark_runs],
-                "duckdb_runs_s": [round(r, 1) for r in duckdb_runs],
-                "counts_agree": spark_counts == duckdb_counts,
-                "spark_counts": spark_counts,
-                "duckdb_counts": duckdb_counts,
-                "expected_at_risk": facts["at_risk"],
-                "export_gz_mb": round(export_mb),
-                "generate_s": round(generate_s, 1),
-            }
-        )
-    )
-    return 0
+    result = {
+        "ledger_keys": facts["ledger_keys"],
+        "snapshot_msgs": facts["snapshot_msgs"],
+        "spark_s": round(spark_s, 1),
+        "spark_peak_rss_mb": round(rss.peak / 1e6),
+        "spark_peak_rss_by_process_mb": rss.at_peak,
+        "duckdb_s": round(duckdb_s, 1),
+        "ratio": round(spark_s / duckdb_s, 2),
+        "spark_runs_s": [round(r, 1) for r in spark_runs],
+        "duckdb_runs_s": [round(r, 1) for r in duckdb_runs],
+        "counts_agree": spark_counts == duckdb_counts,
+        "spark_counts": spark_counts,
+        "duckdb_counts": duckdb_counts,
+        "expected_at_risk": facts["at_risk"],
+        "export_gz_mb": round(export_mb),
+        "generate_s": round(generate_s, 1),
+    }
+    return bench_results.finish("reconcile", result, args)
 
 
 if __name__ == "__main__":

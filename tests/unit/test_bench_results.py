@@ -1,0 +1,111 @@
+"""Benchmark results files: what they hold, how repeated runs are summed up, and how the docs read them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from brokersync_ci.bench_results import REQUIRED, load, performance_page, record, render_page, run_repeated, spread
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_results_file_names_its_command_commit_date_and_machine(tmp_path: Path) -> None:
+    written = record(
+        "copy", {"speedup": 1.9}, tmp_path / "copy.json", argv=[str(ROOT / "bench" / "copy.py"), "--bridges", "2"]
+    )
+
+    document = json.loads(written.read_text())
+    assert set(REQUIRED) <= set(document)
+    assert document["command"] == ".venv/bin/python bench/copy.py --bridges 2"
+    assert document["machine"]["cores"] >= 1 and document["result"] == {"speedup": 1.9}
+
+
+def test_repeated_runs_are_kept_whole_with_the_median_min_max_and_spread_of_each_figure() -> None:
+    figures = iter(
+        [
+            {"rate": 90, "deep": {"s": 1.0}, "ok": True},
+            {"rate": 110, "deep": {"s": 3.0}, "ok": True},
+            {"rate": 100, "deep": {"s": 2.0}, "ok": True},
+        ]
+    )
+
+    result = run_repeated(lambda: next(figures), 3, lambda _line: None)
+
+    assert len(result["runs"]) == 3
+    assert result["spread"]["rate"] == {"median": 100, "min": 90, "max": 110, "spread": 0.2}
+    assert result["spread"]["deep"]["s"]["median"] == 2.0
+    assert "ok" not in result["spread"]
+
+
+def test_spread_of_a_figure_whose_median_is_zero_is_not_a_division_by_zero() -> None:
+    assert spread([{"lost": 0}, {"lost": 0}])["lost"]["spread"] is None
+
+
+def test_a_page_is_filled_from_the_results_with_numbers_as_people_read_them() -> None:
+    results = {
+        "sync": {
+            "command": "c",
+            "commit": "abc",
+            "measured_on": "d",
+            "machine": {"cores": 2, "cpu": "x", "memory_gib": 24, "activemq": "5.17"},
+            "result": {"rate": 12345.6, "ratio": 0.8512, "rto": None},
+        }
+    }
+
+    page = render_page(
+        "{{ results.sync.result.rate | n }} at {{ results.sync.result.ratio | n(2) }}x, "
+        "RTO {{ results.sync.result.rto | n }}\n{{ measured('sync') }}",
+        results,
+    )
+
+    assert page.startswith("12,346 at 0.85x, RTO -\n*Measured by `c` at abc on d; 2 cores (x), 24 GiB, ActiveMQ 5.17.*")
+
+
+def test_a_figure_no_results_file_holds_fails_the_page() -> None:
+    with pytest.raises(Exception, match="speedup"):
+        render_page("{{ results.copy.result.speedup }}", {"copy": {"result": {}}})
+
+
+def test_a_results_file_named_like_a_dict_method_is_the_file() -> None:
+    assert render_page("{{ results.copy.result.speedup }}", {"copy": {"result": {"speedup": 1.9}}}) == "1.9"
+
+
+def test_a_results_file_without_its_command_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "copy.json").write_text(json.dumps({"result": {}}))
+
+    with pytest.raises(ValueError, match="has no command, commit, measured_on, machine"):
+        load(tmp_path)
+
+
+def test_every_committed_results_file_says_how_it_was_made() -> None:
+    for name, document in load().items():
+        assert document["command"].startswith(".venv/bin/python bench/"), name
+
+
+def test_a_benchmark_can_print_without_writing_a_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brokersync_ci.bench_results import finish  # noqa: PLC0415
+
+    finish("copy", {"speedup": 2.0}, argparse.Namespace(no_record=True, results=tmp_path / "copy.json"))
+
+    assert json.loads(capsys.readouterr().out) == {"speedup": 2.0}
+    assert not (tmp_path / "copy.json").exists()
+
+
+def test_the_performance_page_is_the_rendering_of_its_template_and_the_committed_results() -> None:
+    assert (ROOT / "docs" / "performance.md").read_text() == performance_page(), "run make performance-page"
+
+
+def test_a_section_whose_benchmark_has_not_run_says_what_to_run_instead_of_a_figure() -> None:
+    page = render_page(
+        '{% if "copy" in results %}{{ results.copy.result.speedup }}{% else %}'
+        '{{ not_measured("copy", ".venv/bin/python bench/copy.py") }}{% endif %}',
+        {},
+    )
+
+    assert "no `bench/results/copy.json`" in page and "Run `.venv/bin/python bench/copy.py`" in page

@@ -1,0 +1,263 @@
+"""Benchmark results: what each benchmark writes, with its command and machine, and what the docs read.
+
+A figure in the documentation is only as good as the run it came from, so every benchmark
+writes its JSON into ``bench/results/<name>.json`` together with the exact command, the
+commit, the date and the machine that produced it, and ``docs/performance.md`` is rendered
+from those files and ``bench/performance.md.j2`` (``python -m brokersync_ci.bench_results
+render``, ``make performance-page``), never typed by hand: a test fails when the committed
+page is not that rendering, and a figure the template names that no file holds is an error.
+
+Repeated runs (``--repeat N``) are kept whole, and every numeric figure they share is summed
+up as median, minimum, maximum and spread ((max - min) / median), because on a 2-core
+machine shared by two brokers the spread is part of the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = ROOT / "bench" / "results"
+#: Keys every results file has; the docs build refuses a file without them.
+REQUIRED = ("command", "commit", "measured_on", "machine", "result")
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int | None = 1) -> None:
+    """``--repeat`` (unless the benchmark repeats in its own way: None), ``--results`` and ``--no-record``."""
+    if repeat is not None:
+        parser.add_argument(
+            "--repeat", type=int, default=repeat, help=f"whole runs, their spread reported (default {repeat})"
+        )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=RESULTS_DIR / f"{name}.json",
+        help=f"where the results file goes (default bench/results/{name}.json)",
+    )
+    parser.add_argument("--no-record", action="store_true", help="print the JSON only, write no results file")
+
+
+def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """``measure`` run ``repeat`` times: the first run's figures, each run whole, and the spread."""
+    runs = []
+    for i in range(max(1, repeat)):
+        if repeat > 1:
+            log(f"run {i + 1} of {repeat}")
+        runs.append(measure())
+    if len(runs) == 1:
+        return runs[0]
+    return {**runs[0], "runs": runs, "spread": spread(runs)}
+
+
+def spread(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Median, min, max and relative spread of every number the runs share, nested dicts included."""
+    found: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [run.get(key) for run in runs]
+        if isinstance(first, bool):
+            continue
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            numbers = [float(v) for v in values]  # type: ignore[arg-type]
+            median = statistics.median(numbers)
+            found[key] = {
+                "median": round(median, 4),
+                "min": min(numbers),
+                "max": max(numbers),
+                "spread": round((max(numbers) - min(numbers)) / median, 3) if median else None,
+            }
+        elif all(isinstance(v, Mapping) for v in values):
+            nested = spread(values)  # type: ignore[arg-type]
+            if nested:
+                found[key] = nested
+    return found
+
+
+def machine() -> dict[str, Any]:
+    """The machine a figure was measured on: cores, CPU, memory, and the broker and JVM versions."""
+    cpu = _first_line_with("/proc/cpuinfo", "model name")
+    memory_kb = _first_line_with("/proc/meminfo", "MemTotal")
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu.split(":", 1)[1].strip() if cpu else platform.processor() or platform.machine(),
+        "memory_gib": round(int(memory_kb.split()[1]) / 2**20, 1) if memory_kb else None,
+        "activemq": _command(["dpkg-query", "-W", "-f", "${Version}", "activemq"]),
+        "java": next(iter((_command(["java", "-version"], stderr=True) or "").splitlines()), None),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
+
+
+def commit() -> str:
+    """The commit measured (with ``+dirty`` when the working tree had uncommitted changes)."""
+    head = _command(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = _command(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
+    return f"{head}+dirty" if dirty else head
+
+
+def record(name: str, result: Mapping[str, Any], path: Path | None = None, argv: list[str] | None = None) -> Path:
+    """Write ``result`` with its command, commit, date and machine into the results file."""
+    path = path or RESULTS_DIR / f"{name}.json"
+    argv = argv if argv is not None else sys.argv
+    script = Path(argv[0])
+    shown = script.resolve().relative_to(ROOT) if script.resolve().is_relative_to(ROOT) else script
+    command = shlex.join([".venv/bin/python", str(shown), *argv[1:]])
+    document = {
+        "command": command,
+        "commit": commit(),
+        "measured_on": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "result": dict(result),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    return path
+
+
+def finish(name: str, result: Mapping[str, Any], args: argparse.Namespace) -> int:
+    """Print the JSON (stdout) and, unless ``--no-record``, write the results file (said on stderr)."""
+    sys.stdout.write(json.dumps(result) + "\n")
+    if not args.no_record:
+        written = record(name, result, args.results)
+        sys.stderr.write(f"results written to {written}\n")
+    return 0
+
+
+def load(directory: Path = RESULTS_DIR) -> dict[str, dict[str, Any]]:
+    """Every results file by name; a file without its command, machine or result is refused."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(directory.glob("*.json")):
+        document = json.loads(path.read_text())
+        missing = [key for key in REQUIRED if key not in document]
+        if missing:
+            shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            raise ValueError(f"{shown} has no {', '.join(missing)}: re-run its benchmark")
+        found[path.stem] = document
+    return found
+
+
+def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
+    """A page's Jinja placeholders filled from the results files; a figure no file holds is an error.
+
+    The page sees ``results`` (``results.capture.result.ratio``), the filters ``n`` (a number
+    as people read it: ``{{ x | n }}`` → 12,345; ``{{ x | n(2) }}`` → 0.85; None → -) and ``pct`` (a
+    ratio as a percentage), ``measured(name)``: one line naming the command, commit, date
+    and machine of that results file, written under every figure block, and
+    ``not_measured(name, command)``: what a reader runs to fill a section whose results file
+    is not there yet (a page says so rather than showing a figure from somewhere else).
+    """
+    import jinja2  # noqa: PLC0415 (only the docs build renders pages; jinja2 comes with mkdocs)
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)  # noqa: S701 (Markdown, not HTML)
+    env.filters["n"] = _number
+    env.filters["pct"] = lambda value, digits=0: f"{float(value) * 100:.{digits}f} %"
+    env.globals["measured"] = lambda name: measured_line(results[name])
+    env.globals["not_measured"] = not_measured_line
+    return env.from_string(markdown).render(results=_ByName(results))
+
+
+class _ByName(Mapping[str, Any]):
+    """The results by name, so that ``results.copy`` is the copy benchmark's, not ``dict.copy``."""
+
+    def __init__(self, results: Mapping[str, Any]) -> None:
+        self._results = results
+
+    def __getitem__(self, name: str) -> Any:
+        return self._results[name]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._results[name]
+        except KeyError:
+            raise AttributeError(f"no results file bench/results/{name}.json") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+
+def measured_line(document: Mapping[str, Any]) -> str:
+    """Where a figure came from, in one line of Markdown."""
+    box = document["machine"]
+    where = (
+        f"{box['cores']} cores ({box['cpu']}), {box['memory_gib']} GiB, ActiveMQ {box['activemq']}"
+        if isinstance(box, Mapping)
+        else str(box)
+    )
+    return f"*Measured by `{document['command']}` at {document['commit']} on {document['measured_on']}; {where}.*"
+
+
+def not_measured_line(name: str, command: str) -> str:
+    """The line that stands where a benchmark's figures would, while it has no results file."""
+    return f"*Not measured yet: no `bench/results/{name}.json`. Run `{command}`, then `make performance-page`.*"
+
+
+def _number(value: Any, digits: int = 0) -> str:
+    if value is None:  # a figure the run could not measure (a drill without a kill has no RTO)
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    return f"{value:,.{digits}f}"
+
+
+TEMPLATE = ROOT / "bench" / "performance.md.j2"
+PAGE = ROOT / "docs" / "performance.md"
+GENERATED_NOTE = (
+    "<!-- Generated from bench/performance.md.j2 and bench/results/*.json by `make performance-page`: "
+    "edit those, not this page. -->\n"
+)
+
+
+def performance_page(template: Path = TEMPLATE, directory: Path = RESULTS_DIR) -> str:
+    """docs/performance.md as the template and the results files make it."""
+    return GENERATED_NOTE + render_page(template.read_text(), load(directory))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Render docs/performance.md from bench/results/*.json.")
+    parser.add_argument("command", choices=["render", "check"], help="render: write the page; check: compare only")
+    args = parser.parse_args(argv)
+    page = performance_page()
+    if args.command == "check":
+        if PAGE.read_text() != page:
+            sys.stderr.write(
+                "docs/performance.md is not the rendering of its template and results: make performance-page\n"
+            )
+            return 1
+        return 0
+    PAGE.write_text(page)
+    sys.stderr.write(f"wrote {PAGE.relative_to(ROOT)}\n")
+    return 0
+
+
+def _first_line_with(path: str, prefix: str) -> str | None:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    return next((line for line in lines if line.startswith(prefix)), None)
+
+
+def _command(argv: list[str], *, stderr: bool = False) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stderr if stderr else done.stdout).strip()
+    return text or None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
