@@ -1,25 +1,32 @@
-"""Sync-path benchmark: copy, capture and purge under stepped load, and purge against a raw drain.
+"""What keeping DR in sync costs: CPU-seconds per 1,000 messages for every process, beside its baselines.
 
-Prints one JSON object measured in one run:
+A rate measured on a 2-core machine moves with whatever else runs; the work each process
+does per message does not, and it is what a user pays for (the DR broker's size, Lambda's
+GB-seconds). So each step runs the application at a fixed rate for a fixed time and reads,
+from the kernel's accounting (``/proc/PID/stat``, user + system time, all threads), what each
+process spent: the primary broker, the DR broker, the relay, the purge, the application's
+producer and consumer, and (for information) the AWS emulator. Each runs in a process of its
+own, as in production; the ledger is DynamoDB (moto over HTTP), so the relay's and the
+purge's figures include their DynamoDB client work, as Lambda's would.
 
-    {"primary_ingest_msgs_per_s": ..., "sustained_msgs_per_s": ..., "lag_p50_s": ..., "lag_p99_s": ...,
-     "purge_head_msgs_per_s": ..., "raw_drain_msgs_per_s": ..., "deep_backlog_100k": {...}, "steps": [...]}
+One run measures, side by side:
 
-* primary ingest: persistent 1 KB messages produced as fast as four connections allow, with
-  the composite copy on (the ceiling every other figure is compared with);
-* steps: a producer at a fixed rate and a consumer on the primary taking everything, each in
-  a process of its own as the application would be on its own hosts, and the relay and the
-  purge loop running in this one (ledger in memory, so the figures are the brokers' and
-  ours, not moto's); lag is from the consume on the primary to the removal on DR, per message.
-  ``sustained`` is the highest step that, like every step below it, drained its copy
-  backlog and pending purges within two seconds of its end (a lucky step above one that
-  fell behind does not count);
-* purge head vs raw drain: the same DR queue of N messages, once drained by a plain
-  client-individual consumer, once refilled and half of it (the oldest, at the head)
-  removed by the purge;
-* deep backlog: 100 keys at the tail of a 100,000-message DR queue.
+* **baseline**: the same queue in ``mirror`` mode (copy only: no capture, no purge), the
+  application alone plus the copy;
+* **sync at 0, 10,000 and 50,000 deep**: BrokerSync running, with the DR queue holding that
+  many messages that are not consumed on the primary: a real backlog, held on the primary by
+  a stuck consumer (prefetch = the backlog, never acknowledging), as a slow consumer holds
+  one; live traffic is consumed by the application as it arrives;
+* **floor**: a plain consumer draining the DR queue (the baseline's copies): the physical
+  cost of removing a message on the DR broker.
 
-Run: ``.venv/bin/python bench/sync.py [--rates 250,500,1000,2000] [--step-seconds 20] [--bridges 2] [--skip-drain]``
+For each sync step: lag per message (consume on the primary to removal on DR, p50/p99), and
+the backlog's messages on DR checked afterwards for a raised redelivery flag (must be 0).
+``--repeat 2`` runs it all twice back to back, each on fresh brokers, and reports the spread.
+``--rates`` adds stepped-load steps (sync at 0 deep, each rate for ``--step-seconds``).
+
+Run: ``.venv/bin/python bench/sync.py [--rate 1000] [--seconds 60] [--depths 0,10000,50000] [--repeat 2]``
+(writes bench/results/sync.json; ``--no-record`` to only print)
 """
 
 from __future__ import annotations
@@ -32,20 +39,20 @@ if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.pop(0)
 
 import argparse
-import itertools
-import json
 import multiprocessing as mp
+import os
 import queue as queue_mod
 import statistics as stats_mod
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
+from typing import Any
 
+import boto3
 import stomp
 from ulid import ULID
 
@@ -54,10 +61,13 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError
-from brokersync.ledger import Ledger, memory_ledger
+from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger.schema import create_ledger_table
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
-from brokersync.topology import Queue, Topology, load_topology
+from brokersync.topology import Mode, Queue, Topology, load_topology
+from brokersync_ci import bench_results
+from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
@@ -65,30 +75,43 @@ ROOT = Path(__file__).resolve().parent.parent
 PORTS = WorldPorts(primary_openwire=63916, primary_stomp=63913, dr_openwire=64916, dr_stomp=64913, aws=5097)
 QUEUE = "BENCH.SYNC"
 BODY = "x" * 1024
+TABLE = "brokersync-bench-ledger"
+REGION = "us-east-1"
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": REGION}
+#: Seconds of traffic before any measurement on a fresh pair: the JVMs' JIT and the bridges settle.
+WARM_UP_S = 15.0
+#: A step ends this long after its last message at the latest (all consumed, all purged).
+DRAIN_TIMEOUT_S = 90.0
+PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
 
 
-def bench_topology(parallel_bridges: int = 1) -> Topology:
+def bench_topology(mode: Mode = "sync") -> Topology:
     base = load_topology(ROOT / "topology.yaml")
-    bridge = base.tuning.bridge.model_copy(update={"parallel_bridges": parallel_bridges})
-    tuning = base.tuning.model_copy(update={"bridge": bridge})
-    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")], "tuning": tuning})
+    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]})
 
 
-class TimedRemover(SelectorRemover):
-    """Records when each message id was removed, for the lag figures."""
-
-    def __init__(self, connector: StompConnector) -> None:
-        super().__init__(connector)
-        self.removed_at: dict[str, float] = {}
-
-    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
-        result = super().remove(queue, keys, deadline=deadline)
-        now = time.time()
-        for key in result.removed:
-            self.removed_at.setdefault(key, now)
-        return result
+# -- the kernel's accounting ----------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class CpuMeter:
+    """CPU seconds each named process spends between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._before: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._before = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) - self._before[name] for name, pid in self.pids.items()}
+
+
+# -- the processes ----------------------------------------------------------------------------------
 class Collector(stomp.ConnectionListener):
     def __init__(self) -> None:
         self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
@@ -97,105 +120,61 @@ class Collector(stomp.ConnectionListener):
         self.frames.put(frame)
 
 
-def produce(connector: StompConnector, queue: str, count: int, connections: int = 4) -> list[str]:
-    keys = [str(ULID()) for _ in range(count)]
-    chunks = [keys[i::connections] for i in range(connections)]
+class CountingLedger:
+    """The ledger with its write units counted (by DynamoDB's rules, per request) and its reads."""
 
-    def worker(chunk: list[str]) -> None:
-        connection = connector.connect(name="bench-producer")
-        for key in chunk:
-            connection.send(f"/queue/{queue}", BODY, headers={"persistent": "true", "correlation-id": key})
-        connection.disconnect()
+    def __init__(self, inner: Any, write_units: Synchronized, reads: Synchronized) -> None:
+        self.inner = inner
+        self.write_units = write_units
+        self.reads = reads
 
-    threads = [threading.Thread(target=worker, args=(chunk,)) for chunk in chunks]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return keys
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
+    def _count(self, report: Any) -> Any:
+        with self.write_units.get_lock():
+            self.write_units.value += report.write_units
+        return report
 
-def wait_depth(client: StatisticsClient, queue: str, depth: int, timeout_s: float = 300) -> float:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = client.queue_stats([queue]).get(queue)
-        if (found.size if found else 0) >= depth:
-            return time.perf_counter()
-        time.sleep(0.05)
-    raise TimeoutError(f"{queue} did not reach {depth}")
+    def record(self, *args: Any, **kwargs: Any) -> Any:
+        return self._count(self.inner.record(*args, **kwargs))
 
+    def mark_purged(self, *args: Any, **kwargs: Any) -> Any:
+        return self._count(self.inner.mark_purged(*args, **kwargs))
 
-def drain_rate(connector: StompConnector, queue: str, count: int) -> float:
-    collector = Collector()
-    connection = connector.connect(collector, name="bench-drain")
-    started = time.perf_counter()
-    connection.subscribe(f"/queue/{queue}", id="d", ack="client-individual", headers={"activemq.prefetchSize": "500"})
-    for _ in range(count):
-        connection.ack(collector.frames.get(timeout=60).headers["ack"])
-    elapsed = time.perf_counter() - started
-    connection.disconnect()
-    return count / elapsed
+    def mark_missing(self, *args: Any, **kwargs: Any) -> Any:
+        return self._count(self.inner.mark_missing(*args, **kwargs))
+
+    def pending(self, *args: Any, **kwargs: Any) -> Any:
+        with self.reads.get_lock():
+            self.reads.value += 1
+        return self.inner.pending(*args, **kwargs)
 
 
-def primary_ingest(world: LocalWorld, count: int) -> float:
-    primary = StompConnector(world.topology.primary.stomp)
-    started = time.perf_counter()
-    produce(primary, QUEUE, count)
-    rate = count / (wait_depth(StatisticsClient(primary), QUEUE, count) - started)
-    drain_rate(primary, QUEUE, count)
-    wait_depth(StatisticsClient(StompConnector(world.topology.dr.stomp)), QUEUE, count)
-    drain_rate(StompConnector(world.topology.dr.stomp), QUEUE, count)
-    # The drain above raised consumed advisories that belong to no step: drop them.
-    drain_rate(primary, "BROKERSYNC.CONSUMED", count)
-    return rate
+class TimedRemover(SelectorRemover):
+    """Records when each message id was removed, for the lag figures."""
+
+    def __init__(self, connector: StompConnector, purged: Synchronized) -> None:
+        super().__init__(connector)
+        self.removed_at: dict[str, float] = {}
+        self.purged = purged
+
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
+        result = super().remove(queue, keys, deadline=deadline)
+        now = time.time()
+        for key in result.removed:
+            self.removed_at.setdefault(key, now)
+        self.purged.value = len(self.removed_at)
+        return result
 
 
-def keep_running(step: Callable[[], object], stop: threading.Event, errors: list[str]) -> None:
-    """Run a relay or purge pass again and again, as the deployed loops do.
-
-    A broker error ends the pass, not the loop (the state machines' Retry and Catch); it is
-    recorded for the step's figures. A purge invariant error is never retried, there or here.
-    """
-    while not stop.is_set():
-        try:
-            step()
-        except PurgeInvariantError:
-            raise
-        except BrokerSyncError as e:
-            errors.append(f"{type(e).__name__}: {e}")
-            stop.wait(1.0)
-
-
-def sample_backlog(
-    topology: Topology,
-    stop: threading.Event,
-    every_s: float,
-    consumed: Synchronized,
-    removed_at: dict[str, float],
-    timeline: list[dict[str, float]],
+def producer_main(
+    endpoints: list[str], rate: float, seconds: float, produced: Synchronized, ready: EventType, go: EventType
 ) -> None:
-    """Where a backlog builds over a step: the copy not yet on DR (the loss-risk window) or DR
-    messages consumed on the primary and not yet removed (the duplicate-risk window)."""
-    primary = StatisticsClient(StompConnector(topology.primary.stomp))
-    dr = StatisticsClient(StompConnector(topology.dr.stomp))
-    copy_queue = topology.dr_name(QUEUE)
-    started = time.monotonic()
-    while not stop.wait(every_s):
-        copy = primary.queue_stats([copy_queue]).get(copy_queue)
-        on_dr = dr.queue_stats([QUEUE]).get(QUEUE)
-        timeline.append(
-            {
-                "t_s": round(time.monotonic() - started),
-                "copy_backlog": copy.size if copy else 0,
-                "dr_depth": on_dr.size if on_dr else 0,
-                "pending_purge": consumed.value - len(removed_at),
-            }
-        )
-
-
-def app_producer(endpoints: list[str], rate: float, seconds: float, produced: Synchronized) -> None:
-    """The application's producer, in its own process as it would be on its own host."""
-    connection = StompConnector(endpoints).connect(name="bench-step-producer")
+    """The application's producer: persistent 1 KB messages at a fixed rate, in its own process."""
+    connection = StompConnector(endpoints).connect(name="bench-producer")
+    ready.set()
+    go.wait()
     sent = 0
     started = time.perf_counter()
     while (elapsed := time.perf_counter() - started) < seconds:
@@ -208,13 +187,15 @@ def app_producer(endpoints: list[str], rate: float, seconds: float, produced: Sy
     connection.disconnect()
 
 
-def app_consumer(endpoints: list[str], stop: EventType, consumed: Synchronized, result: Connection) -> None:
-    """The application's consumer on the primary: takes everything, acks each message, and
-    sends back when it consumed each key (the start of the lag)."""
+def consumer_main(
+    endpoints: list[str], stop: EventType, consumed: Synchronized, ready: EventType, result: Connection
+) -> None:
+    """The application's consumer on the primary: takes what arrives, acks each, notes when (the lag's start)."""
     consumed_at: dict[str, float] = {}
     collector = Collector()
-    connection = StompConnector(endpoints).connect(collector, name="bench-step-consumer")
+    connection = StompConnector(endpoints).connect(collector, name="bench-consumer")
     connection.subscribe(f"/queue/{QUEUE}", id="c", ack="client-individual", headers={"activemq.prefetchSize": "200"})
+    ready.set()
     while not stop.is_set() or not collector.frames.empty():
         try:
             frame = collector.frames.get(timeout=0.2)
@@ -228,144 +209,355 @@ def app_consumer(endpoints: list[str], stop: EventType, consumed: Synchronized, 
     result.close()
 
 
-def run_step(
-    world: LocalWorld, rate: float, seconds: float, purge_batch: int = PurgeSettings.batch_keys
-) -> dict[str, float]:
-    """One load step. The application (producer, consumer) runs in two processes of its own,
-    as it would on its own hosts, so that its work does not queue behind the relay's and
-    the purge's for one interpreter lock; the relay and the purge share this process because
-    they share the in-memory ledger."""
-    topology = world.topology
-    primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
-    ledger: Ledger = memory_ledger()
-    remover = TimedRemover(dr)
-    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.1))
-    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02, batch_keys=purge_batch))
-    stop = threading.Event()
-    spawn = mp.get_context("spawn")
-    produced, consumed = spawn.Value("q", 0), spawn.Value("q", 0)
-    app_stop = spawn.Event()
-    results, results_child = spawn.Pipe(duplex=False)
-    producer = spawn.Process(target=app_producer, args=(topology.primary.stomp, rate, seconds, produced))
-    consumer = spawn.Process(target=app_consumer, args=(topology.primary.stomp, app_stop, consumed, results_child))
+def stuck_consumer_main(endpoints: list[str], count: int, ready: EventType, stop: EventType) -> None:
+    """A slow consumer that took ``count`` messages and never acknowledges them: the primary's backlog."""
+    collector = Collector()
+    connection = StompConnector(endpoints).connect(collector, name="bench-stuck-consumer")
+    connection.subscribe(
+        f"/queue/{QUEUE}", id="s", ack="client-individual", headers={"activemq.prefetchSize": str(count)}
+    )
+    held = 0
+    deadline = time.monotonic() + 600
+    while held < count and time.monotonic() < deadline:
+        try:
+            collector.frames.get(timeout=1)
+        except queue_mod.Empty:
+            continue
+        held += 1
+    ready.set()
+    stop.wait()
+    connection.disconnect()
 
-    timeline: list[dict[str, float]] = []
+
+def relay_main(
+    topology: Topology, endpoint: str, ready: EventType, stop: EventType, units: Synchronized, reads: Synchronized
+) -> None:
+    """The relay as its scheduled function runs it: passes of up to 2 s, again and again."""
+    os.environ.update(AWS_ENV)
+    ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), units, reads)
+    primary = StompConnector(topology.primary.stomp)
+    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.1))
+    ready.set()
+    while not stop.is_set():
+        try:
+            relay.run(max_seconds=2, stop=stop)  # type: ignore[arg-type]
+        except BrokerSyncError:
+            stop.wait(1.0)
+
+
+def purge_main(
+    topology: Topology,
+    endpoint: str,
+    ready: EventType,
+    stop: EventType,
+    purged: Synchronized,
+    counters: tuple[Synchronized, Synchronized],
+    result: Connection,
+) -> None:
+    """The purge as its loop runs it, against the ledger in DynamoDB; sends back when each id was removed."""
+    os.environ.update(AWS_ENV)
+    ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), *counters)
+    remover = TimedRemover(StompConnector(topology.dr.stomp), purged)
+    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02))
     errors: list[str] = []
+    ready.set()
+    while not stop.is_set():
+        try:
+            purge.run(max_seconds=0.5)
+        except PurgeInvariantError as e:
+            errors.append(f"PurgeInvariantError: {e}")
+            break
+        except BrokerSyncError as e:
+            errors.append(f"{type(e).__name__}: {e}")
+            stop.wait(1.0)
+    result.send({"removed_at": remover.removed_at, "errors": errors})
+    result.close()
+
+
+# -- steps ----------------------------------------------------------------------------------------------
+def produce(connector: StompConnector, count: int, connections: int = 4) -> None:
+    def worker(n: int) -> None:
+        connection = connector.connect(name="bench-backlog-producer")
+        for _ in range(n):
+            connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true", "correlation-id": str(ULID())})
+        connection.disconnect()
+
     threads = [
-        threading.Thread(target=keep_running, args=(lambda: relay.run(max_seconds=2, stop=stop), stop, errors)),
-        threading.Thread(target=keep_running, args=(lambda: purge.run(max_seconds=0.5), stop, errors)),
-        threading.Thread(
-            target=sample_backlog,
-            args=(topology, stop, max(seconds / 20, 1.0), consumed, remover.removed_at, timeline),
-        ),
+        threading.Thread(target=worker, args=(count // connections + (i < count % connections),))
+        for i in range(connections)
     ]
-    consumer.start()
     for thread in threads:
         thread.start()
-    producer.start()
-    producer.join()
-    step_end = time.monotonic()
-    drained_in = None
-    while time.monotonic() - step_end < 30:
-        if len(remover.removed_at) >= produced.value and consumed.value >= produced.value:
-            drained_in = time.monotonic() - step_end
-            break
-        time.sleep(0.1)
-    app_stop.set()
-    if not results.poll(60):
-        raise RuntimeError("the application's consumer process sent no results (see its traceback above)")
-    consumed_at: dict[str, float] = results.recv()
-    consumer.join(timeout=30)
-    stop.set()
     for thread in threads:
-        thread.join(timeout=30)
-    lags = sorted(remover.removed_at[k] - consumed_at[k] for k in remover.removed_at if k in consumed_at)
-    quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [0.0] * 99
+        thread.join()
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout_s:.0f}s")
+        time.sleep(0.1)
+
+
+def depth(connector: StompConnector, queue: str) -> int:
+    found = StatisticsClient(connector).queue_stats([queue]).get(queue)
+    return found.size if found else 0
+
+
+class Pair:
+    """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
+
+    def __init__(self, mode: Mode, state: Path) -> None:
+        self.world = LocalWorld(bench_topology(mode), state, PORTS)
+        self.topology = self.world.topology
+        self.primary = StompConnector(self.topology.primary.stomp)
+        self.dr = StompConnector(self.topology.dr.stomp)
+        self.spawn = mp.get_context("spawn")
+        self.backlog = 0
+        self._holders: list[tuple[Any, EventType]] = []
+
+    def __enter__(self) -> Pair:
+        self.world.up(timeout_s=90, log=lambda _m: None)
+        os.environ.update(AWS_ENV)
+        self.endpoint = self.world.read_env()["aws"]["endpoint"]
+        client = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
+        create_ledger_table(client, TABLE, ROOT / "template.yaml")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for process, stop in self._holders:
+            stop.set()
+            process.join(timeout=30)
+        self.world.destroy()
+
+    def grow_backlog(self, to: int) -> None:
+        """Make the DR queue hold ``to`` messages not consumed on the primary (held by a stuck consumer there)."""
+        more = to - self.backlog
+        if more <= 0:
+            return
+        on_dr = depth(self.dr, QUEUE)
+        produce(self.primary, more)
+        ready, stop = self.spawn.Event(), self.spawn.Event()
+        holder = self.spawn.Process(target=stuck_consumer_main, args=(self.topology.primary.stomp, more, ready, stop))
+        holder.start()
+        if not ready.wait(600):
+            raise TimeoutError(f"the stuck consumer did not take {more} messages")
+        self._holders.append((holder, stop))
+        outflow = self.topology.dr_name(QUEUE)
+        wait_for(
+            lambda: depth(self.dr, QUEUE) >= on_dr + more and depth(self.primary, outflow) == 0,
+            600,
+            "backlog copied to DR",
+        )
+        self.backlog = to
+
+    def step(self, rate: float, seconds: float, *, sync: bool) -> dict[str, Any]:
+        """The application at ``rate`` for ``seconds``; with ``sync`` the relay and the purge run too."""
+        spawn, topology = self.spawn, self.topology
+        produced, consumed, purged = spawn.Value("q", 0), spawn.Value("q", 0), spawn.Value("q", 0)
+        units = {name: (spawn.Value("d", 0.0), spawn.Value("q", 0)) for name in ("relay", "purge")}
+        go, stop_app, stop_sync = spawn.Event(), spawn.Event(), spawn.Event()
+        readies = {name: spawn.Event() for name in ("producer", "consumer", "relay", "purge")}
+        consumed_pipe, consumed_child = spawn.Pipe(duplex=False)
+        purge_pipe, purge_child = spawn.Pipe(duplex=False)
+        processes = {
+            "consumer": spawn.Process(
+                target=consumer_main,
+                args=(topology.primary.stomp, stop_app, consumed, readies["consumer"], consumed_child),
+            ),
+            "producer": spawn.Process(
+                target=producer_main,
+                args=(topology.primary.stomp, rate, seconds, produced, readies["producer"], go),
+            ),
+        }
+        if sync:
+            processes["relay"] = spawn.Process(
+                target=relay_main, args=(topology, self.endpoint, readies["relay"], stop_sync, *units["relay"])
+            )
+            processes["purge"] = spawn.Process(
+                target=purge_main,
+                args=(topology, self.endpoint, readies["purge"], stop_sync, purged, units["purge"], purge_child),
+            )
+        for process in processes.values():
+            process.start()
+        for name in processes:
+            if not readies[name].wait(60):
+                raise TimeoutError(f"the {name} process did not start")
+        pids = {
+            "primary_broker": self.world.brokers["primary"].pid,
+            "dr_broker": self.world.brokers["dr"].pid,
+            "aws_emulator": self.world.moto.pid,
+            **{name: process.pid for name, process in processes.items()},
+        }
+        meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None})
+        meter.start()
+        started = time.monotonic()
+        go.set()
+        processes["producer"].join()
+        sent = produced.value
+
+        def drained() -> bool:
+            return consumed.value >= sent and (not sync or purged.value >= sent)
+
+        ended = time.monotonic()
+        drained_in: float | None = None
+        while time.monotonic() - ended < DRAIN_TIMEOUT_S:
+            if drained():
+                drained_in = time.monotonic() - ended
+                break
+            time.sleep(0.05)
+        cpu = meter.stop()
+        window_s = time.monotonic() - started
+        stop_app.set()
+        consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
+        stop_sync.set()
+        outcome: dict[str, Any] = {"removed_at": {}, "errors": []}
+        if sync and purge_pipe.poll(60):
+            outcome = purge_pipe.recv()
+        for process in processes.values():
+            process.join(timeout=30)
+        removed_at: dict[str, float] = outcome["removed_at"]
+        lags = sorted(removed_at[k] - consumed_at[k] for k in removed_at if k in consumed_at)
+        quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [None] * 99
+        return {
+            "rate": rate,
+            "seconds": seconds,
+            "produced": sent,
+            "consumed": len(consumed_at),
+            "purged": len(removed_at) if sync else None,
+            "window_s": round(window_s, 2),
+            "drained_within_s": None if drained_in is None else round(drained_in, 2),
+            "lag_p50_s": None if quantiles[49] is None else round(quantiles[49], 3),
+            "lag_p99_s": None if quantiles[98] is None else round(quantiles[98], 3),
+            "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
+            "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
+            "purge_errors": outcome["errors"],
+            "ledger_write_units_per_1000": {name: round(w.value / sent * 1000, 2) for name, (w, _r) in units.items()}
+            if sync and sent
+            else None,
+            "ledger_reads_per_1000": {name: round(r.value / sent * 1000, 2) for name, (_w, r) in units.items()}
+            if sync and sent
+            else None,
+        }
+
+    def redelivered_backlog(self) -> int:
+        """Messages on DR whose redelivery flag is raised (none may be: the purge never touches them)."""
+        return sum(1 for frame in browse(self.dr, QUEUE, timeout_s=600) if frame.headers.get("redelivered") == "true")
+
+    def drain_floor(self) -> dict[str, Any]:
+        """A plain consumer draining the DR queue: the DR broker's CPU per removed message."""
+        count = depth(self.dr, QUEUE)
+        collector = Collector()
+        connection = self.dr.connect(collector, name="bench-floor")
+        meter = CpuMeter({"dr_broker": self.world.brokers["dr"].pid})  # type: ignore[dict-item]
+        meter.start()
+        started = time.monotonic()
+        connection.subscribe(
+            f"/queue/{QUEUE}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
+        )
+        for _ in range(count):
+            connection.ack(collector.frames.get(timeout=60).headers["ack"])
+        elapsed = time.monotonic() - started
+        cpu = meter.stop()["dr_broker"]
+        connection.disconnect()
+        return {
+            "drained": count,
+            "msgs_per_s": round(count / elapsed),
+            "dr_broker_cpu_s_per_1000": round(cpu / count * 1000, 4) if count else None,
+        }
+
+
+def warm_up(pair: Pair, rate: float, *, sync: bool) -> None:
+    pair.step(rate, WARM_UP_S, sync=sync)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One run: the baseline and the floor on one fresh pair, the sync depths on another."""
+    depths = [int(d) for d in args.depths.split(",") if d.strip()]
+    result: dict[str, Any] = {"rate": args.rate, "seconds": args.seconds, "message_bytes": len(BODY)}
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("mirror", Path(state) / "mirror") as pair:
+        warm_up(pair, args.rate, sync=False)
+        pair.drain_floor()  # the warm-up's copies
+        result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
+        result["floor"] = pair.drain_floor()
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("sync", Path(state) / "sync") as pair:
+        warm_up(pair, args.rate, sync=True)
+        steps = {}
+        for deep in depths:
+            pair.grow_backlog(deep)
+            step = pair.step(args.rate, args.seconds, sync=True)
+            step["backlog"] = deep
+            step["redelivered_on_dr"] = pair.redelivered_backlog()
+            steps[str(deep)] = step
+        result["sync"] = steps
+        result["rate_steps"] = [
+            pair.step(float(rate), args.step_seconds, sync=True) for rate in args.rates.split(",") if rate.strip()
+        ]
+    result.update(figures(result))
+    return result
+
+
+def figures(result: dict[str, Any]) -> dict[str, Any]:
+    """The goals' ratios, from the steps of one run."""
+    steps = result["sync"]
+    per = {deep: step["cpu_s_per_1000"] for deep, step in steps.items()}
+    first, last = min(steps, key=int), max(steps, key=int)
+    floor = result["floor"]["dr_broker_cpu_s_per_1000"]
+    base = result["baseline"]["cpu_s_per_1000"]
+    ours = {deep: p.get("relay", 0.0) + p.get("purge", 0.0) for deep, p in per.items()}
+    dr_purge = {deep: p["dr_broker"] - base["dr_broker"] for deep, p in per.items()}
     return {
-        "rate": rate,
-        "produced": produced.value,
-        "consumed": len(consumed_at),
-        "purged": len(remover.removed_at),
-        "lag_p50_s": round(quantiles[49], 3),
-        "lag_p99_s": round(quantiles[98], 3),
-        "drained_within_s": round(drained_in, 2) if drained_in is not None else None,
-        "loop_errors": errors,
-        "timeline": timeline,
+        "dr_broker_cpu_per_1000_by_depth": {deep: p["dr_broker"] for deep, p in per.items()},
+        "dr_broker_purge_cpu_per_1000_by_depth": {deep: round(v, 4) for deep, v in dr_purge.items()},
+        "dr_deep_over_shallow": round(per[last]["dr_broker"] / per[first]["dr_broker"], 2),
+        "dr_purge_deep_over_floor": round(dr_purge[last] / floor, 2) if floor else None,
+        "dr_purge_shallow_over_floor": round(dr_purge[first] / floor, 2) if floor else None,
+        "relay_and_purge_over_primary": round(ours[first] / per[first]["primary_broker"], 3),
+        "lag_p99_s_by_depth": {deep: step["lag_p99_s"] for deep, step in steps.items()},
+        "redelivered_by_depth": {deep: step["redelivered_on_dr"] for deep, step in steps.items()},
+        "bill": bill(result["rate"], steps[first]),
     }
 
 
-def purge_vs_drain(world: LocalWorld, count: int) -> tuple[float, float]:
-    topology = world.topology
-    dr = StompConnector(topology.dr.stomp)
-    produce(dr, QUEUE, count)
-    wait_depth(StatisticsClient(dr), QUEUE, count)
-    raw = drain_rate(dr, QUEUE, count)
-    produce(dr, QUEUE, count, connections=1)
-    wait_depth(StatisticsClient(dr), QUEUE, count)
-    ids = [f.headers["message-id"] for f in browse(dr, QUEUE, timeout_s=120)]  # the purge selects message ids
-    head = ids[: count // 2]
-    started = time.perf_counter()
-    result = SelectorRemover(dr).remove(QUEUE, head)
-    rate = len(result.removed) / (time.perf_counter() - started)
-    drain_rate(dr, QUEUE, count - len(result.removed))
-    return rate, raw
+def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
+    """The AWS bill per million messages synced at ``rate``: the cost model with this run's counted ledger writes.
 
-
-def deep_backlog(world: LocalWorld, count: int = 100_000, targets: int = 100) -> dict[str, float]:
-    dr = StompConnector(world.topology.dr.stomp)
-    produce(dr, QUEUE, count, connections=1)
-    wait_depth(StatisticsClient(dr), QUEUE, count, timeout_s=600)
-    ids = [f.headers["message-id"] for f in browse(dr, QUEUE, timeout_s=600)]
-    started = time.perf_counter()
-    result = SelectorRemover(dr).remove(QUEUE, ids[-targets:])
-    elapsed = time.perf_counter() - started
-    return {"queue_depth": count, "targets": targets, "found": len(result.removed), "seconds": round(elapsed, 2)}
+    The ledger's write units are counted per request in the relay and the purge (capture
+    items and pointers, purge marks); everything that runs on a schedule whatever the rate
+    (the relay every minute, the purge loop, the probe, metrics and alarms) is the cost
+    model's (``brokersync cost``), spread over the messages of a month at ``rate``.
+    """
+    counted = step["ledger_write_units_per_1000"]
+    usage = Usage(capture_write_units_per_1000=counted["relay"], mark_write_units_per_1000=counted["purge"])
+    month = monthly_cost(rate, usage=usage)
+    per_million = 1e6 / (rate * SECONDS_PER_MONTH)
+    named = ("ledger_writes", "ledger_reads", "ledger_storage_and_pitr", "ledger_replication_transfer",
+             "relay_lambda", "purge_lambda", "probe_lambda", "lambda_requests", "purge_loop_transitions",
+             "cloudwatch_metrics_alarms_dashboards")  # fmt: skip
+    lines = month["usd_per_month"]
+    return {
+        "rate_msgs_per_s": rate,
+        "ledger_write_units_per_1000": counted,
+        "usd_per_million_lambda_sfn_dynamodb_cloudwatch": round(sum(lines[n] for n in named) * per_million, 4),
+        "usd_per_million_everything": round(month["total_usd_per_month"] * per_million, 4),
+        "usd_per_month_by_line": lines,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rates", default="250,500,1000,2000")
-    parser.add_argument("--step-seconds", type=float, default=20)
-    parser.add_argument("--head-messages", type=int, default=10_000)
-    parser.add_argument("--deep", type=int, default=100_000)
-    parser.add_argument("--bridges", type=int, default=1, help="parallel network bridges (no order across them)")
-    parser.add_argument("--purge-batch", type=int, default=PurgeSettings.batch_keys, help="keys per purge round")
-    parser.add_argument("--skip-drain", action="store_true", help="only the ingest and the steps (long steps)")
+    parser.add_argument("--rate", type=float, default=1000.0, help="messages per second in every cost step (1000)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each cost step (60)")
+    parser.add_argument("--depths", default="0,10000,50000", help="DR backlogs measured (0,10000,50000)")
+    parser.add_argument("--rates", default="", help="also stepped load at these rates, e.g. 500,1000,1500,2000")
+    parser.add_argument("--step-seconds", type=float, default=20.0, help="length of each stepped-load step (20)")
+    bench_results.add_arguments(parser, "sync", repeat=2)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state:
-        world = LocalWorld(bench_topology(args.bridges), Path(state), PORTS)
-        world.up(timeout_s=90, log=lambda _m: None)
-        try:
-            ingest = primary_ingest(world, 10_000)
-            steps = [
-                run_step(world, float(rate), args.step_seconds, args.purge_batch) for rate in args.rates.split(",")
-            ]
-            head, raw = (0.0, 0.0) if args.skip_drain else purge_vs_drain(world, args.head_messages)
-            deep = {} if args.skip_drain else deep_backlog(world, args.deep)
-        finally:
-            world.destroy()
-    kept_up = list(
-        itertools.takewhile(lambda s: s["drained_within_s"] is not None and s["drained_within_s"] <= 2.0, steps)
+    result = bench_results.run_repeated(
+        lambda: measure(args), args.repeat, lambda line: print(line, file=sys.stderr, flush=True)
     )
-    best = kept_up[-1] if kept_up else steps[0]
-    print(
-        json.dumps(
-            {
-                "primary_ingest_msgs_per_s": round(ingest),
-                "sustained_msgs_per_s": best["rate"] if kept_up else 0,
-                "lag_p50_s": best["lag_p50_s"],
-                "lag_p99_s": best["lag_p99_s"],
-                "purge_head_msgs_per_s": round(head),
-                "raw_drain_msgs_per_s": round(raw),
-                "deep_backlog_100k": deep,
-                "steps": steps,
-                "step_seconds": args.step_seconds,
-                "parallel_bridges": args.bridges,
-                "ledger": "in memory (the brokers' and BrokerSync's own figures, not DynamoDB's)",
-            }
-        )
-    )
-    return 0
+    return bench_results.finish("sync", result, args)
 
 
 if __name__ == "__main__":

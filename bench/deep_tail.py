@@ -1,0 +1,193 @@
+"""Keys consumed out of order deep in a backlog: how long the purge takes to remove them, touching nothing else.
+
+A real DR queue holds the primary's backlog of unconsumed messages (a slow consumer, a
+night's batch), and the messages that *are* consumed need not be the oldest: a consumer
+with a selector, a priority, or a message group takes them from the tail. The purge must
+still remove those copies, not leave them to the reconciliation, and must not raise the
+redelivery counter of anything in front of them.
+
+One run, on a fresh local pair:
+
+1. ``--backlog`` persistent messages are put on the DR queue (sent straight to the DR
+   broker, as the bridge would have copied them: messages that are not consumed on the
+   primary);
+2. ``--tail`` more are produced on the primary and copied over the bridge, so they sit at
+   the tail of the DR queue, behind the whole backlog; the application consumes exactly
+   those on the primary, which gives their message ids;
+3. the purge's remover (:class:`~brokersync.purge.remover.SelectorRemover`, as the purge
+   loop uses it) is called with those ids, round after round, until every one is removed
+   or ``--timeout`` passes; each round's time is recorded, the first one being what the
+   loop's first pass would see;
+4. the DR queue is then browsed whole: its depth must be the backlog, and no message in it
+   may carry a raised redelivery flag.
+
+Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--repeat 2]``
+(writes bench/results/deep_tail.json; ``--no-record`` to only print)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this folder heads sys.path, and bench/copy.py would shadow the standard
+# library's ``copy`` module for everything imported below.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import argparse
+import queue as queue_mod
+import tempfile
+import threading
+import time
+from typing import Any
+
+import stomp
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.purge.remover import SelectorRemover
+from brokersync.topology import Queue, Topology, load_topology
+from brokersync_ci import bench_results
+from brokersync_local.browsing import browse
+from brokersync_local.world import LocalWorld, WorldPorts
+
+ROOT = Path(__file__).resolve().parents[1]
+PORTS = WorldPorts(primary_openwire=63616, primary_stomp=63613, dr_openwire=64616, dr_stomp=64613, aws=5098)
+QUEUE = "BENCH.TAIL"
+BODY = "x" * 1024
+#: How long the backlog may take to be stored, and the tail to be copied and consumed.
+FILL_TIMEOUT_S = 600.0
+
+
+def bench_topology() -> Topology:
+    base = load_topology(ROOT / "topology.yaml")
+    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
+
+
+def depth(connector: StompConnector, queue: str) -> int:
+    found = StatisticsClient(connector).queue_stats([queue]).get(queue)
+    return found.size if found else 0
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout_s:.0f}s")
+        time.sleep(0.2)
+
+
+def fill(connector: StompConnector, count: int, connections: int = 4) -> None:
+    """``count`` persistent messages onto the queue, over a few connections (no receipts: the depth is checked)."""
+
+    def worker(n: int) -> None:
+        connection = connector.connect(name="bench-tail-backlog")
+        for _ in range(n):
+            connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true"})
+        connection.disconnect()
+
+    threads = [
+        threading.Thread(target=worker, args=(count // connections + (i < count % connections),))
+        for i in range(connections)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+class _Taker(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.put(frame)
+
+
+def consume_tail(primary: StompConnector, count: int) -> list[str]:
+    """The application on the primary takes the ``count`` tail messages; their message ids, in order."""
+    taker = _Taker()
+    connection = primary.connect(taker, name="bench-tail-consumer")
+    connection.subscribe(f"/queue/{QUEUE}", id="t", ack="client-individual")
+    ids: list[str] = []
+    deadline = time.monotonic() + FILL_TIMEOUT_S
+    while len(ids) < count and time.monotonic() < deadline:
+        try:
+            frame = taker.frames.get(timeout=1)
+        except queue_mod.Empty:
+            continue
+        connection.ack(frame.headers["ack"])
+        ids.append(frame.headers["message-id"])
+    connection.disconnect()
+    if len(ids) < count:
+        raise TimeoutError(f"the primary's consumer took {len(ids)} of {count} tail messages")
+    return ids
+
+
+def measure(backlog: int, tail: int, timeout_s: float) -> dict[str, Any]:
+    """One run on a fresh pair (see the module's docstring)."""
+    with tempfile.TemporaryDirectory(prefix="bench-deep-tail-") as state:
+        world = LocalWorld(bench_topology(), Path(state), PORTS)
+        world.up(timeout_s=90, log=lambda _m: None)
+        try:
+            topology = world.topology
+            primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
+            started = time.monotonic()
+            fill(dr, backlog)
+            wait_for(lambda: depth(dr, QUEUE) >= backlog, FILL_TIMEOUT_S, f"{backlog} messages stored on DR")
+            filled_s = time.monotonic() - started
+            fill(primary, tail, connections=1)
+            wait_for(lambda: depth(dr, QUEUE) >= backlog + tail, FILL_TIMEOUT_S, "the tail copied to DR")
+            ids = consume_tail(primary, tail)
+
+            remover = SelectorRemover(dr)
+            outstanding = list(ids)
+            rounds: list[dict[str, Any]] = []
+            began = time.monotonic()
+            while outstanding and time.monotonic() - began < timeout_s:
+                result = remover.remove(QUEUE, outstanding)
+                rounds.append(
+                    {"removed": len(result.removed), "elapsed_s": round(result.elapsed_s, 3), "late": result.late}
+                )
+                if result.error is not None:
+                    raise result.error
+                removed = set(result.removed)
+                outstanding = [key for key in outstanding if key not in removed]
+            all_removed_s = time.monotonic() - began if not outstanding else None
+            left = browse(dr, QUEUE, timeout_s=600)
+            return {
+                "backlog": backlog,
+                "tail": tail,
+                "message_bytes": len(BODY),
+                "backlog_stored_s": round(filled_s, 1),
+                "removed": tail - len(outstanding),
+                "not_removed": len(outstanding),
+                "first_round_s": rounds[0]["elapsed_s"] if rounds else None,
+                "first_round_removed": rounds[0]["removed"] if rounds else 0,
+                "all_removed_within_s": None if all_removed_s is None else round(all_removed_s, 3),
+                "rounds": rounds,
+                "depth_after": len(left),
+                "backlog_kept": len(left) == backlog,
+                "redelivered_after": sum(1 for frame in left if frame.headers.get("redelivered") == "true"),
+            }
+        finally:
+            world.destroy()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backlog", type=int, default=100_000, help="messages in front of the tail (100000)")
+    parser.add_argument("--tail", type=int, default=100, help="messages consumed at the tail (100)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="how long the purge may try (120 s)")
+    bench_results.add_arguments(parser, "deep_tail", repeat=2)
+    args = parser.parse_args()
+    result = bench_results.run_repeated(
+        lambda: measure(args.backlog, args.tail, args.timeout),
+        args.repeat,
+        lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    return bench_results.finish("deep_tail", result, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
