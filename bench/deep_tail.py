@@ -37,17 +37,16 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import argparse
 import queue as queue_mod
 import tempfile
-import threading
 import time
 from typing import Any
 
 import stomp
 
-from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Queue, Topology, load_topology
 from brokersync_ci import bench_results
+from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
@@ -62,38 +61,6 @@ FILL_TIMEOUT_S = 600.0
 def bench_topology() -> Topology:
     base = load_topology(ROOT / "topology.yaml")
     return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
-
-
-def depth(connector: StompConnector, queue: str) -> int:
-    found = StatisticsClient(connector).queue_stats([queue]).get(queue)
-    return found.size if found else 0
-
-
-def wait_for(condition: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout_s:.0f}s")
-        time.sleep(0.2)
-
-
-def fill(connector: StompConnector, count: int, connections: int = 4) -> None:
-    """``count`` persistent messages onto the queue, over a few connections (no receipts: the depth is checked)."""
-
-    def worker(n: int) -> None:
-        connection = connector.connect(name="bench-tail-backlog")
-        for _ in range(n):
-            connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true"})
-        connection.disconnect()
-
-    threads = [
-        threading.Thread(target=worker, args=(count // connections + (i < count % connections),))
-        for i in range(connections)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
 
 
 class _Taker(stomp.ConnectionListener):
@@ -133,11 +100,11 @@ def measure(backlog: int, tail: int, timeout_s: float) -> dict[str, Any]:
             topology = world.topology
             primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
             started = time.monotonic()
-            fill(dr, backlog)
-            wait_for(lambda: depth(dr, QUEUE) >= backlog, FILL_TIMEOUT_S, f"{backlog} messages stored on DR")
+            fill_queue(dr, QUEUE, backlog, BODY)
+            wait_until(lambda: queue_depth(dr, QUEUE) >= backlog, FILL_TIMEOUT_S, f"{backlog} messages stored on DR")
             filled_s = time.monotonic() - started
-            fill(primary, tail, connections=1)
-            wait_for(lambda: depth(dr, QUEUE) >= backlog + tail, FILL_TIMEOUT_S, "the tail copied to DR")
+            fill_queue(primary, QUEUE, tail, BODY, connections=1)
+            wait_until(lambda: queue_depth(dr, QUEUE) >= backlog + tail, FILL_TIMEOUT_S, "the tail copied to DR")
             ids = consume_tail(primary, tail)
 
             remover = SelectorRemover(dr)
