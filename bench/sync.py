@@ -44,7 +44,6 @@ import os
 import queue as queue_mod
 import statistics as stats_mod
 import tempfile
-import threading
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
@@ -56,7 +55,6 @@ import boto3
 import stomp
 from ulid import ULID
 
-from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
@@ -68,6 +66,7 @@ from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
+from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
@@ -275,36 +274,6 @@ def purge_main(
 
 
 # -- steps ----------------------------------------------------------------------------------------------
-def produce(connector: StompConnector, count: int, connections: int = 4) -> None:
-    def worker(n: int) -> None:
-        connection = connector.connect(name="bench-backlog-producer")
-        for _ in range(n):
-            connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true", "correlation-id": str(ULID())})
-        connection.disconnect()
-
-    threads = [
-        threading.Thread(target=worker, args=(count // connections + (i < count % connections),))
-        for i in range(connections)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
-def wait_for(condition: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} within {timeout_s:.0f}s")
-        time.sleep(0.1)
-
-
-def depth(connector: StompConnector, queue: str) -> int:
-    found = StatisticsClient(connector).queue_stats([queue]).get(queue)
-    return found.size if found else 0
-
-
 class Pair:
     """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
 
@@ -336,8 +305,8 @@ class Pair:
         more = to - self.backlog
         if more <= 0:
             return
-        on_dr = depth(self.dr, QUEUE)
-        produce(self.primary, more)
+        on_dr = queue_depth(self.dr, QUEUE)
+        fill_queue(self.primary, QUEUE, more, BODY, headers=lambda: {"correlation-id": str(ULID())})
         ready, stop = self.spawn.Event(), self.spawn.Event()
         holder = self.spawn.Process(target=stuck_consumer_main, args=(self.topology.primary.stomp, more, ready, stop))
         holder.start()
@@ -345,8 +314,8 @@ class Pair:
             raise TimeoutError(f"the stuck consumer did not take {more} messages")
         self._holders.append((holder, stop))
         outflow = self.topology.dr_name(QUEUE)
-        wait_for(
-            lambda: depth(self.dr, QUEUE) >= on_dr + more and depth(self.primary, outflow) == 0,
+        wait_until(
+            lambda: queue_depth(self.dr, QUEUE) >= on_dr + more and queue_depth(self.primary, outflow) == 0,
             600,
             "backlog copied to DR",
         )
@@ -447,7 +416,7 @@ class Pair:
 
     def drain_floor(self) -> dict[str, Any]:
         """A plain consumer draining the DR queue: the DR broker's CPU per removed message."""
-        count = depth(self.dr, QUEUE)
+        count = queue_depth(self.dr, QUEUE)
         collector = Collector()
         connection = self.dr.connect(collector, name="bench-floor")
         meter = CpuMeter({"dr_broker": self.world.brokers["dr"].pid})  # type: ignore[dict-item]
