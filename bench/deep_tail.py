@@ -18,10 +18,16 @@ One run, on a fresh local pair:
    loop uses it) is called with those ids, round after round, until every one is removed
    or ``--timeout`` passes; each round's time is recorded, the first one being what the
    loop's first pass would see;
-4. the DR queue is then browsed whole: its depth must be the backlog, and no message in it
-   may carry a raised redelivery flag.
+4. the DR queue's depth is read from the broker's statistics (the backlog must be whole)
+   and the queue is browsed: no message the browse returns may carry a raised redelivery
+   flag, and how many it returns is how far into the queue the broker pages (what a
+   selector can see at all).
 
-Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--repeat 2]``
+Each body size given is measured on a fresh pair: the broker pages a queue into memory up to
+the DR policy's ``memoryLimit`` (``tuning.dr.memory_limit_mb``), so whether the tail is
+within a selector's reach depends on the backlog's bytes, not its count.
+
+Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--body-bytes 1024,256] [--repeat 2]``
 (writes bench/results/deep_tail.json; ``--no-record`` to only print)
 """
 
@@ -53,7 +59,6 @@ from brokersync_local.world import LocalWorld, WorldPorts
 ROOT = Path(__file__).resolve().parents[1]
 PORTS = WorldPorts(primary_openwire=63616, primary_stomp=63613, dr_openwire=64616, dr_stomp=64613, aws=5098)
 QUEUE = "BENCH.TAIL"
-BODY = "x" * 1024
 #: How long the backlog may take to be stored, and the tail to be copied and consumed.
 FILL_TIMEOUT_S = 600.0
 
@@ -91,8 +96,9 @@ def consume_tail(primary: StompConnector, count: int) -> list[str]:
     return ids
 
 
-def measure(backlog: int, tail: int, timeout_s: float) -> dict[str, Any]:
+def measure(backlog: int, tail: int, body_bytes: int, timeout_s: float) -> dict[str, Any]:
     """One run on a fresh pair (see the module's docstring)."""
+    body = "x" * body_bytes
     with tempfile.TemporaryDirectory(prefix="bench-deep-tail-") as state:
         world = LocalWorld(bench_topology(), Path(state), PORTS)
         world.up(timeout_s=90, log=lambda _m: None)
@@ -100,10 +106,10 @@ def measure(backlog: int, tail: int, timeout_s: float) -> dict[str, Any]:
             topology = world.topology
             primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
             started = time.monotonic()
-            fill_queue(dr, QUEUE, backlog, BODY)
+            fill_queue(dr, QUEUE, backlog, body)
             wait_until(lambda: queue_depth(dr, QUEUE) >= backlog, FILL_TIMEOUT_S, f"{backlog} messages stored on DR")
             filled_s = time.monotonic() - started
-            fill_queue(primary, QUEUE, tail, BODY, connections=1)
+            fill_queue(primary, QUEUE, tail, body, connections=1)
             wait_until(lambda: queue_depth(dr, QUEUE) >= backlog + tail, FILL_TIMEOUT_S, "the tail copied to DR")
             ids = consume_tail(primary, tail)
 
@@ -113,29 +119,30 @@ def measure(backlog: int, tail: int, timeout_s: float) -> dict[str, Any]:
             began = time.monotonic()
             while outstanding and time.monotonic() - began < timeout_s:
                 result = remover.remove(QUEUE, outstanding)
-                rounds.append(
-                    {"removed": len(result.removed), "elapsed_s": round(result.elapsed_s, 3), "late": result.late}
-                )
+                rounds.append({"removed": len(result.removed), "elapsed_s": round(result.elapsed_s, 3)})
                 if result.error is not None:
                     raise result.error
                 removed = set(result.removed)
                 outstanding = [key for key in outstanding if key not in removed]
             all_removed_s = time.monotonic() - began if not outstanding else None
-            left = browse(dr, QUEUE, timeout_s=600)
+            depth_after = queue_depth(dr, QUEUE)
+            browsed = browse(dr, QUEUE, timeout_s=600)
             return {
                 "backlog": backlog,
                 "tail": tail,
-                "message_bytes": len(BODY),
+                "message_bytes": body_bytes,
                 "backlog_stored_s": round(filled_s, 1),
                 "removed": tail - len(outstanding),
                 "not_removed": len(outstanding),
                 "first_round_s": rounds[0]["elapsed_s"] if rounds else None,
                 "first_round_removed": rounds[0]["removed"] if rounds else 0,
                 "all_removed_within_s": None if all_removed_s is None else round(all_removed_s, 3),
-                "rounds": rounds,
-                "depth_after": len(left),
-                "backlog_kept": len(left) == backlog,
-                "redelivered_after": sum(1 for frame in left if frame.headers.get("redelivered") == "true"),
+                "rounds": len(rounds),
+                "rounds_that_removed": [r for r in rounds if r["removed"]],
+                "depth_after": depth_after,
+                "backlog_kept": depth_after == backlog + len(outstanding),
+                "browsable_after": len(browsed),
+                "redelivered_after": sum(1 for frame in browsed if frame.headers.get("redelivered") == "true"),
             }
         finally:
             world.destroy()
@@ -145,13 +152,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backlog", type=int, default=100_000, help="messages in front of the tail (100000)")
     parser.add_argument("--tail", type=int, default=100, help="messages consumed at the tail (100)")
+    parser.add_argument("--body-bytes", default="1024,256", help="message sizes, one fresh pair each (1024,256)")
     parser.add_argument("--timeout", type=float, default=120.0, help="how long the purge may try (120 s)")
     bench_results.add_arguments(parser, "deep_tail", repeat=2)
     args = parser.parse_args()
+    sizes = [int(size) for size in args.body_bytes.split(",") if size.strip()]
+
+    def measure_sizes() -> dict[str, Any]:
+        return {"by_body_bytes": {str(size): measure(args.backlog, args.tail, size, args.timeout) for size in sizes}}
+
     result = bench_results.run_repeated(
-        lambda: measure(args.backlog, args.tail, args.timeout),
-        args.repeat,
-        lambda line: print(line, file=sys.stderr, flush=True),
+        measure_sizes, args.repeat, lambda line: print(line, file=sys.stderr, flush=True)
     )
     return bench_results.finish("deep_tail", result, args)
 

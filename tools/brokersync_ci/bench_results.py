@@ -158,7 +158,12 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     """
     import jinja2  # noqa: PLC0415 (only the docs build renders pages; jinja2 comes with mkdocs)
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)  # noqa: S701 (Markdown, not HTML)
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # noqa: S701 (Markdown, not HTML)
+        keep_trailing_newline=True,
+        extensions=["jinja2.ext.do"],
+    )
     env.filters["n"] = _number
     env.filters["pct"] = lambda value, digits=0: f"{float(value) * 100:.{digits}f} %"
     env.globals["measured"] = lambda name: measured_line(results[name])
