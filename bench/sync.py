@@ -14,9 +14,14 @@ One run measures, side by side:
 * **baseline**: the same queue in ``mirror`` mode (copy only: no capture, no purge), the
   application alone plus the copy;
 * **sync at 0, 10,000 and 50,000 deep**: BrokerSync running, with the DR queue holding that
-  many messages that are not consumed on the primary: a real backlog, held on the primary by
-  a stuck consumer (prefetch = the backlog, never acknowledging), as a slow consumer holds
-  one; live traffic is consumed by the application as it arrives;
+  many messages that are not consumed on the primary, in front of the live traffic, which the
+  application consumes on the primary as it arrives. The backlog is sent straight to the DR
+  queue (with correlation ids, as the bridge would have copied it): on the DR broker it is
+  the same persistent messages in the same queue, and its keys are in no ledger. Holding it
+  on the primary instead does not work at these depths: the primary pages a queue into
+  memory only up to its policy's memory limit, so neither a stuck consumer (it is never
+  dispatched more than about 1,400 1 KB messages) nor a selector past the backlog can hold
+  50,000 there while live traffic flows;
 * **floor**: a plain consumer draining the DR queue (the baseline's copies): the physical
   cost of removing a message on the DR broker.
 
@@ -168,12 +173,24 @@ class TimedRemover(SelectorRemover):
 
 
 def producer_main(
-    endpoints: list[str], rate: float, seconds: float, produced: Synchronized, ready: EventType, go: EventType
+    endpoints: list[str],
+    rate: float,
+    seconds: float,
+    produced: Synchronized,
+    cpu: Synchronized,
+    ready: EventType,
+    go: EventType,
 ) -> None:
-    """The application's producer: persistent 1 KB messages at a fixed rate, in its own process."""
+    """The application's producer: persistent 1 KB messages at a fixed rate, in its own process.
+
+    It ends before the step's meter stops, and an exited process has no ``/proc`` entry to
+    read, so it reports its own CPU seconds from ``go`` to its end (the same kernel
+    accounting: user + system time of all its threads, ``CLOCK_PROCESS_CPUTIME_ID``).
+    """
     connection = StompConnector(endpoints).connect(name="bench-producer")
     ready.set()
     go.wait()
+    cpu_at_go = time.process_time()
     sent = 0
     started = time.perf_counter()
     while (elapsed := time.perf_counter() - started) < seconds:
@@ -184,6 +201,7 @@ def producer_main(
         produced.value = sent  # published once per tick, not locked per message
         time.sleep(0.002)
     connection.disconnect()
+    cpu.value = time.process_time() - cpu_at_go
 
 
 def consumer_main(
@@ -206,26 +224,6 @@ def consumer_main(
     connection.disconnect()
     result.send(consumed_at)
     result.close()
-
-
-def stuck_consumer_main(endpoints: list[str], count: int, ready: EventType, stop: EventType) -> None:
-    """A slow consumer that took ``count`` messages and never acknowledges them: the primary's backlog."""
-    collector = Collector()
-    connection = StompConnector(endpoints).connect(collector, name="bench-stuck-consumer")
-    connection.subscribe(
-        f"/queue/{QUEUE}", id="s", ack="client-individual", headers={"activemq.prefetchSize": str(count)}
-    )
-    held = 0
-    deadline = time.monotonic() + 600
-    while held < count and time.monotonic() < deadline:
-        try:
-            collector.frames.get(timeout=1)
-        except queue_mod.Empty:
-            continue
-        held += 1
-    ready.set()
-    stop.wait()
-    connection.disconnect()
 
 
 def relay_main(
@@ -284,7 +282,6 @@ class Pair:
         self.dr = StompConnector(self.topology.dr.stomp)
         self.spawn = mp.get_context("spawn")
         self.backlog = 0
-        self._holders: list[tuple[Any, EventType]] = []
 
     def __enter__(self) -> Pair:
         self.world.up(timeout_s=90, log=lambda _m: None)
@@ -295,36 +292,23 @@ class Pair:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        for process, stop in self._holders:
-            stop.set()
-            process.join(timeout=30)
         self.world.destroy()
 
     def grow_backlog(self, to: int) -> None:
-        """Make the DR queue hold ``to`` messages not consumed on the primary (held by a stuck consumer there)."""
+        """Make the DR queue hold ``to`` messages not consumed on the primary (see the module's docstring)."""
         more = to - self.backlog
         if more <= 0:
             return
         on_dr = queue_depth(self.dr, QUEUE)
-        fill_queue(self.primary, QUEUE, more, BODY, headers=lambda: {"correlation-id": str(ULID())})
-        ready, stop = self.spawn.Event(), self.spawn.Event()
-        holder = self.spawn.Process(target=stuck_consumer_main, args=(self.topology.primary.stomp, more, ready, stop))
-        holder.start()
-        if not ready.wait(600):
-            raise TimeoutError(f"the stuck consumer did not take {more} messages")
-        self._holders.append((holder, stop))
-        outflow = self.topology.dr_name(QUEUE)
-        wait_until(
-            lambda: queue_depth(self.dr, QUEUE) >= on_dr + more and queue_depth(self.primary, outflow) == 0,
-            600,
-            "backlog copied to DR",
-        )
+        fill_queue(self.dr, QUEUE, more, BODY, headers=lambda: {"correlation-id": str(ULID())})
+        wait_until(lambda: queue_depth(self.dr, QUEUE) >= on_dr + more, 600, "backlog stored on DR")
         self.backlog = to
 
     def step(self, rate: float, seconds: float, *, sync: bool) -> dict[str, Any]:
         """The application at ``rate`` for ``seconds``; with ``sync`` the relay and the purge run too."""
         spawn, topology = self.spawn, self.topology
         produced, consumed, purged = spawn.Value("q", 0), spawn.Value("q", 0), spawn.Value("q", 0)
+        producer_cpu = spawn.Value("d", 0.0)
         units = {name: (spawn.Value("d", 0.0), spawn.Value("q", 0)) for name in ("relay", "purge")}
         go, stop_app, stop_sync = spawn.Event(), spawn.Event(), spawn.Event()
         readies = {name: spawn.Event() for name in ("producer", "consumer", "relay", "purge")}
@@ -332,19 +316,24 @@ class Pair:
         purge_pipe, purge_child = spawn.Pipe(duplex=False)
         processes = {
             "consumer": spawn.Process(
+                daemon=True,  # a failed step must not leave the bench waiting on its children
                 target=consumer_main,
                 args=(topology.primary.stomp, stop_app, consumed, readies["consumer"], consumed_child),
             ),
             "producer": spawn.Process(
+                daemon=True,  # a failed step must not leave the bench waiting on its children
                 target=producer_main,
-                args=(topology.primary.stomp, rate, seconds, produced, readies["producer"], go),
+                args=(topology.primary.stomp, rate, seconds, produced, producer_cpu, readies["producer"], go),
             ),
         }
         if sync:
             processes["relay"] = spawn.Process(
-                target=relay_main, args=(topology, self.endpoint, readies["relay"], stop_sync, *units["relay"])
+                daemon=True,  # a failed step must not leave the bench waiting on its children
+                target=relay_main,
+                args=(topology, self.endpoint, readies["relay"], stop_sync, *units["relay"]),
             )
             processes["purge"] = spawn.Process(
+                daemon=True,  # a failed step must not leave the bench waiting on its children
                 target=purge_main,
                 args=(topology, self.endpoint, readies["purge"], stop_sync, purged, units["purge"], purge_child),
             )
@@ -359,7 +348,8 @@ class Pair:
             "aws_emulator": self.world.moto.pid,
             **{name: process.pid for name, process in processes.items()},
         }
-        meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None})
+        # The producer ends before the meter stops: it reports its own CPU time instead.
+        meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None and name != "producer"})
         meter.start()
         started = time.monotonic()
         go.set()
@@ -376,7 +366,7 @@ class Pair:
                 drained_in = time.monotonic() - ended
                 break
             time.sleep(0.05)
-        cpu = meter.stop()
+        cpu = {**meter.stop(), "producer": producer_cpu.value}
         window_s = time.monotonic() - started
         stop_app.set()
         consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
@@ -441,20 +431,31 @@ def warm_up(pair: Pair, rate: float, *, sync: bool) -> None:
     pair.step(rate, WARM_UP_S, sync=sync)
 
 
+def progress(line: str) -> None:
+    """Where a long run is, on stderr (the JSON goes to stdout)."""
+    print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One run: the baseline and the floor on one fresh pair, the sync depths on another."""
     depths = [int(d) for d in args.depths.split(",") if d.strip()]
     result: dict[str, Any] = {"rate": args.rate, "seconds": args.seconds, "message_bytes": len(BODY)}
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("mirror", Path(state) / "mirror") as pair:
+        progress("baseline pair up: warm-up")
         warm_up(pair, args.rate, sync=False)
         pair.drain_floor()  # the warm-up's copies
+        progress("baseline step (mirror: copy only)")
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
+        progress("floor: a plain consumer drains DR")
         result["floor"] = pair.drain_floor()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("sync", Path(state) / "sync") as pair:
+        progress("sync pair up: warm-up")
         warm_up(pair, args.rate, sync=True)
         steps = {}
         for deep in depths:
+            progress(f"backlog of {deep:,} on DR")
             pair.grow_backlog(deep)
+            progress(f"sync step at {deep:,} deep")
             step = pair.step(args.rate, args.seconds, sync=True)
             step["backlog"] = deep
             step["redelivered_on_dr"] = pair.redelivered_backlog()
