@@ -22,7 +22,13 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
-from brokersync.config import ENV_PURGE_MISSING_AFTER_S, runtime_topology, seconds_setting
+from brokersync.config import (
+    DEFAULT_PURGE_MAX_SECONDS,
+    ENV_PURGE_MAX_SECONDS,
+    ENV_PURGE_MISSING_AFTER_S,
+    runtime_topology,
+    seconds_setting,
+)
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
@@ -37,7 +43,7 @@ TOPOLOGY = runtime_topology()
 LEDGER = ledger_from_env()
 #: The purge acts only while this region's broker plays DR and sync runs (the role record).
 GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env())
-MAX_SECONDS = float(os.environ.get("BROKERSYNC_PURGE_MAX_SECONDS", "40"))
+MAX_SECONDS = float(os.environ.get(ENV_PURGE_MAX_SECONDS, DEFAULT_PURGE_MAX_SECONDS))
 _MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
 SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
 #: Kept across the warm environment's invocations, so that sweeps keep their pace.

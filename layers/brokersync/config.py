@@ -40,7 +40,11 @@ ENV_AUTO_FAILBACK_ARN = "BROKERSYNC_AUTO_FAILBACK_ARN"
 
 DEFAULT_TOPOLOGY_PARAMETER = "/brokersync/topology"
 DEFAULT_LEDGER_TABLE = "brokersync-ledger"
+#: How long one relay invocation relays (the function runs every minute with a 60 s timeout).
 DEFAULT_RELAY_MAX_SECONDS = 50.0
+#: How long one purge invocation purges before the loop's next iteration.
+ENV_PURGE_MAX_SECONDS = "BROKERSYNC_PURGE_MAX_SECONDS"
+DEFAULT_PURGE_MAX_SECONDS = 40.0
 
 
 def setting(
