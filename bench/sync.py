@@ -44,12 +44,15 @@ if sys.path and sys.path[0].rstrip("/").endswith("bench"):
     sys.path.pop(0)
 
 import argparse
+import contextlib
+import cProfile
 import multiprocessing as mp
 import os
 import queue as queue_mod
 import statistics as stats_mod
 import tempfile
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as EventType
@@ -63,6 +66,7 @@ from ulid import ULID
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
+from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
@@ -86,12 +90,19 @@ AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_
 WARM_UP_S = 15.0
 #: A step ends this long after its last message at the latest (all consumed, all purged).
 DRAIN_TIMEOUT_S = 90.0
+#: A folder: the relay and the purge write a cProfile of each step there (see ``profiled``).
+ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
 PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
 
 
-def bench_topology(mode: Mode = "sync") -> Topology:
+def bench_topology(mode: Mode = "sync", dr_memory_mb: int | None = None) -> Topology:
+    """The topology with the bench's one queue; ``dr_memory_mb`` sizes the DR queue's memory limit."""
     base = load_topology(ROOT / "topology.yaml")
-    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]})
+    topology = base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]})
+    if dr_memory_mb is None:
+        return topology
+    dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": dr_memory_mb})
+    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
 
 
 # -- the kernel's accounting ----------------------------------------------------------------------
@@ -226,20 +237,42 @@ def consumer_main(
     result.close()
 
 
+@contextlib.contextmanager
+def profiled(name: str) -> Iterator[None]:
+    """With ``BROKERSYNC_BENCH_PROFILE=DIR``, a cProfile of the block into ``DIR/<name>-<pid>.prof``.
+
+    Where a process's CPU goes, measured in the process as it runs in the bench; off by
+    default, since profiling slows the process it measures.
+    """
+    folder = os.environ.get(ENV_PROFILE)
+    if not folder:
+        yield
+        return
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        profile.dump_stats(Path(folder) / f"{name}-{os.getpid()}.prof")
+
+
 def relay_main(
     topology: Topology, endpoint: str, ready: EventType, stop: EventType, units: Synchronized, reads: Synchronized
 ) -> None:
-    """The relay as its scheduled function runs it: passes of up to 2 s, again and again."""
+    """The relay as its scheduled function runs it: its settings, passes of its length, again and again."""
     os.environ.update(AWS_ENV)
     ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), units, reads)
     primary = StompConnector(topology.primary.stomp)
-    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings(flush_interval_s=0.1))
+    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings())
     ready.set()
-    while not stop.is_set():
-        try:
-            relay.run(max_seconds=2, stop=stop)  # type: ignore[arg-type]
-        except BrokerSyncError:
-            stop.wait(1.0)
+    with profiled("relay"):
+        while not stop.is_set():
+            try:
+                relay.run(max_seconds=DEFAULT_RELAY_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
+            except BrokerSyncError:
+                stop.wait(1.0)
 
 
 def purge_main(
@@ -255,18 +288,19 @@ def purge_main(
     os.environ.update(AWS_ENV)
     ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), *counters)
     remover = TimedRemover(StompConnector(topology.dr.stomp), purged)
-    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(idle_sleep_s=0.02))
+    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings())
     errors: list[str] = []
     ready.set()
-    while not stop.is_set():
-        try:
-            purge.run(max_seconds=0.5)
-        except PurgeInvariantError as e:
-            errors.append(f"PurgeInvariantError: {e}")
-            break
-        except BrokerSyncError as e:
-            errors.append(f"{type(e).__name__}: {e}")
-            stop.wait(1.0)
+    with profiled("purge"):
+        while not stop.is_set():
+            try:
+                purge.run(max_seconds=DEFAULT_PURGE_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
+            except PurgeInvariantError as e:
+                errors.append(f"PurgeInvariantError: {e}")
+                break
+            except BrokerSyncError as e:
+                errors.append(f"{type(e).__name__}: {e}")
+                stop.wait(1.0)
     result.send({"removed_at": remover.removed_at, "errors": errors})
     result.close()
 
@@ -275,8 +309,11 @@ def purge_main(
 class Pair:
     """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
 
-    def __init__(self, mode: Mode, state: Path) -> None:
-        self.world = LocalWorld(bench_topology(mode), state, PORTS)
+    def __init__(self, mode: Mode, state: Path, dr_memory_mb: int | None = None) -> None:
+        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS)
+        if dr_memory_mb is not None:
+            # A DR broker is sized for its queues' memory limit, as an instance type is chosen for it.
+            self.world.brokers["dr"].heap = f"{max(256, 2 * dr_memory_mb)}m"
         self.topology = self.world.topology
         self.primary = StompConnector(self.topology.primary.stomp)
         self.dr = StompConnector(self.topology.dr.stomp)
@@ -439,8 +476,16 @@ def progress(line: str) -> None:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One run: the baseline and the floor on one fresh pair, the sync depths on another."""
     depths = [int(d) for d in args.depths.split(",") if d.strip()]
-    result: dict[str, Any] = {"rate": args.rate, "seconds": args.seconds, "message_bytes": len(BODY)}
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("mirror", Path(state) / "mirror") as pair:
+    result: dict[str, Any] = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "message_bytes": len(BODY),
+        "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
+        Pair("mirror", Path(state) / "mirror", args.dr_memory_mb) as pair,
+    ):
         progress("baseline pair up: warm-up")
         warm_up(pair, args.rate, sync=False)
         pair.drain_floor()  # the warm-up's copies
@@ -448,7 +493,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
         progress("floor: a plain consumer drains DR")
         result["floor"] = pair.drain_floor()
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as state, Pair("sync", Path(state) / "sync") as pair:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
+        Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
+    ):
         progress("sync pair up: warm-up")
         warm_up(pair, args.rate, sync=True)
         steps = {}
@@ -520,6 +568,13 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="messages per second in every cost step (1000)")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each cost step (60)")
     parser.add_argument("--depths", default="0,10000,50000", help="DR backlogs measured (0,10000,50000)")
+    parser.add_argument(
+        "--dr-memory-mb",
+        type=int,
+        default=None,
+        help="the DR queue's memory limit (tuning.dr.memory_limit_mb; the DR heap twice that): the deepest backlog "
+        "the purge can work behind (default: the topology's, 128)",
+    )
     parser.add_argument("--rates", default="", help="also stepped load at these rates, e.g. 500,1000,1500,2000")
     parser.add_argument("--step-seconds", type=float, default=20.0, help="length of each stepped-load step (20)")
     bench_results.add_arguments(parser, "sync", repeat=2)
