@@ -15,7 +15,11 @@ from scratch each time:
 * whether the bridge is connected: every outflow on the primary has a consumer (the network
   connector), read from the broker whichever region it is in, so the alarm follows the roles;
 * a **stale primary**: a broker in this region that the role record calls DR while its
-  current configuration still copies to the peer (an old primary back from an outage).
+  current configuration still copies to the peer (an old primary back from an outage);
+* the **DR queues' reach**: how full each synced queue's memory limit is on the DR broker.
+  ActiveMQ stops paging a queue in at 70 % of it, and copies behind that point are
+  invisible to the purge's selectors, so a backlog that fills it stalls the purge; the alarm
+  warns before (``tuning.dr.memory_limit_mb``).
 
 A figure the probe cannot measure is left out, not sent as zero, so an alarm that treats
 missing data as breaching fires: silence means broken.
@@ -52,6 +56,10 @@ STALE_PRIMARY = "StalePrimary"
 BRIDGE_CONNECTED = "BridgeConnected"
 #: 1 unless this region holds the DR role and no purge loop execution runs here.
 PURGE_LOOP_HEALTHY = "PurgeLoopHealthy"
+#: The fullest synced queue's memory on the DR broker, in percent of its limit.
+DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
+#: Where the alarm on it fires: below ActiveMQ's cursor high-water mark (70 %), where paging stops.
+DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
 PENDING_CAP = 100_000
 
@@ -64,6 +72,8 @@ class QueueHealth:
     pending_purge: int | None = None
     pending_capped: bool = False
     duplicate_window_s: float | None = None
+    #: Percent of the queue's memory limit in use on the DR broker (synced queues; None: unmeasured).
+    dr_memory_percent: int | None = None
 
 
 @dataclass
@@ -128,7 +138,20 @@ class HealthProbe:
         self._duplicate_window(now, report)
         self._stale_primary(now, report)
         self._purge_loop(now, report)
+        self._dr_memory(now, report)
         return report
+
+    def _dr_memory(self, topology: Topology, report: HealthReport) -> None:
+        synced = [q.name for q in topology.queues if q.captures_consumed]
+        if not synced:
+            return
+        try:
+            stats = self.statistics(topology.dr).queue_stats(synced)
+        except BrokerSyncError as e:
+            report.unmeasured["drMemory"] = f"DR {topology.dr.name}: {e}"
+            return
+        for name in synced:
+            report.queues[name].dr_memory_percent = stats[name].memory_percent if name in stats else 0
 
     def _purge_loop(self, topology: Topology, report: HealthReport) -> None:
         if self.purge_loop_running is None or "dr" not in roles_here(topology, self.region):
@@ -204,3 +227,6 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     if synced and not any(k.startswith("duplicateWindow") for k in report.unmeasured):
         metrics.add_metric(PENDING_PURGE_TOTAL, "Count", sum(q.pending_purge or 0 for q in synced))
         metrics.add_metric(DUPLICATE_WINDOW_SECONDS, "Seconds", max((q.duplicate_window_s or 0.0) for q in synced))
+    reach = [q.dr_memory_percent for q in report.queues.values() if q.dr_memory_percent is not None]
+    if reach:
+        metrics.add_metric(DR_QUEUE_MEMORY_PERCENT, "Percent", max(reach))

@@ -11,6 +11,7 @@ from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
     BRIDGE_CONNECTED,
+    DR_QUEUE_MEMORY_PERCENT,
     DUPLICATE_WINDOW_SECONDS,
     LOSS_WINDOW_SECONDS,
     PENDING_PURGE_TOTAL,
@@ -29,15 +30,21 @@ NOW = 1_795_340_000.0
 
 
 class Outflows:
-    def __init__(self, sizes: dict[str, int], reachable: bool = True, bridges: int = 1) -> None:
+    def __init__(
+        self, sizes: dict[str, int], reachable: bool = True, bridges: int = 1, memory: dict[str, int] | None = None
+    ) -> None:
         self.sizes = sizes
         self.reachable = reachable
         self.bridges = bridges
+        self.memory = memory or {}
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         if not self.reachable:
             raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
-        return {n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, self.bridges, "ID:p", "p") for n in names}
+        return {
+            n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, self.bridges, "ID:p", "p", self.memory.get(n, 0))
+            for n in names
+        }
 
 
 @pytest.fixture
@@ -168,3 +175,30 @@ def test_the_bridge_is_connected_when_every_outflow_on_the_primary_has_a_consume
     emit(probe.probe(), metrics)
 
     assert metrics.values[BRIDGE_CONNECTED] == [connected]
+
+
+def test_the_fullest_synced_queues_memory_on_dr_is_emitted_as_the_purges_reach(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    synced = [q.name for q in topology.queues if q.captures_consumed]
+    probe, _ = _probe(topology, control_records, Outflows({}, memory={synced[0]: 12, synced[-1]: 64}))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert metrics.values[DR_QUEUE_MEMORY_PERCENT] == [64]
+    assert report.queues[synced[-1]].dr_memory_percent == 64
+
+
+def test_a_dr_broker_that_cannot_be_read_leaves_its_reach_out_instead_of_reporting_room(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}, reachable=False))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert "drMemory" in report.unmeasured
+    assert DR_QUEUE_MEMORY_PERCENT not in metrics.values

@@ -112,3 +112,24 @@ def test_a_bridge_down_while_the_dr_broker_answers_is_broken(topology: Topology)
     assert any(
         p.startswith("the bridge to the DR broker is not connected though orders-usw2 answers") for p in status.problems
     )
+
+
+def test_a_dr_queue_near_its_memory_limit_degrades_the_pair_and_says_what_to_raise(topology: Topology) -> None:
+    health = {"bridge_connected": True, "queues": {"ORDERS": {"dr_memory_percent": 64}}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == []
+    assert len(status.warnings) == 1
+    assert status.warnings[0].startswith("ORDERS: 64% of its memory limit in use on DR")
+    assert "tuning.dr.memory_limit_mb" in status.warnings[0]
+
+
+def test_a_dr_broker_that_cannot_be_read_is_said_once_not_once_per_figure(topology: Topology) -> None:
+    health = {"bridge_connected": None, "unmeasured": {"drDepth": "refused", "drMemory": "refused"}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert len(status.warnings) == 1 and status.warnings[0].startswith("the DR broker orders-usw2 cannot be read")

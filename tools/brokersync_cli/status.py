@@ -31,7 +31,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.steps import TransitionStore
-from brokersync.health import HealthProbe, HealthReport
+from brokersync.health import DR_QUEUE_MEMORY_ALARM_PERCENT, HealthProbe, HealthReport
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore, apply_roles
@@ -230,7 +230,7 @@ class StatusReader:
         for what, why in (health.get("unmeasured") or {}).items():
             if what == "lossWindow":
                 status.problems.append(f"the primary cannot be read: {why}")
-            elif what != "drDepth":  # said below, with what it means
+            elif what not in ("drDepth", "drMemory"):  # the DR broker unread: said below, with what it means
                 status.warnings.append(f"{what} not measured: {why}")
         dr_down = (health.get("unmeasured") or {}).get("drDepth")
         if dr_down:
@@ -261,6 +261,12 @@ class StatusReader:
                 value = queue.get(key)
                 if value is not None and value > self.rpo_s:
                     status.warnings.append(f"{name}: {label} {value:.0f}s above {self.rpo_s:.0f}s")
+            memory = queue.get("dr_memory_percent")
+            if memory is not None and memory >= DR_QUEUE_MEMORY_ALARM_PERCENT:
+                status.warnings.append(
+                    f"{name}: {memory}% of its memory limit in use on DR; at 70% ActiveMQ stops paging it in and "
+                    "the purge stalls behind the backlog (raise tuning.dr.memory_limit_mb)"
+                )
 
 
 def _judge(status: PairStatus) -> PairStatus:

@@ -42,6 +42,10 @@ class QueueStats:
     consumer_count: int
     broker_id: str
     broker_name: str
+    #: How full the queue's memory limit is, in percent. ActiveMQ stops paging the queue in from
+    #: its store at the cursor's high-water mark (70 %): messages behind that point are
+    #: invisible to consumers, the purge's selectors included.
+    memory_percent: int = 0
 
 
 def parse_map_message(body: str) -> dict[str, Any]:
@@ -73,6 +77,7 @@ def _stats_from_map(values: dict[str, Any]) -> QueueStats:
         consumer_count=int(values.get("consumerCount", 0)),
         broker_id=str(values.get("brokerId", "")),
         broker_name=str(values.get("brokerName", "")),
+        memory_percent=int(values.get("memoryPercentUsage", 0)),
     )
 
 

@@ -323,3 +323,14 @@ def test_an_invariant_violation_is_never_retried_is_counted_stops_the_loop_and_a
     assert machine["States"][counted["Next"]]["Type"] == "Fail"
     alarms = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     assert any(a.get("MetricName") == "PurgeInvariantViolations" for a in alarms)
+
+
+def test_the_dr_queue_memory_alarm_fires_below_where_activemq_stops_paging_and_is_silent_when_unmeasured(
+    template: dict[str, Any],
+) -> None:
+    properties = template["Resources"]["DrQueueMemoryAlarm"]["Properties"]
+
+    assert properties["MetricName"] == health.DR_QUEUE_MEMORY_PERCENT
+    assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < 70
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"

@@ -1,0 +1,35 @@
+"""The statistics plugin's reply, as a real ActiveMQ 5.17 broker sends it, read into QueueStats."""
+
+from __future__ import annotations
+
+from brokersync.broker.statistics import _stats_from_map
+
+#: Fields of one reply for a DR queue holding 32,662 1 KB messages under a 384 MB limit.
+REPLY = {
+    "dequeueCount": 14998,
+    "averageMessageSize": 2048,
+    "brokerId": "ID:vm-40085-1795569497406-0:1",
+    "memoryUsage": 66891776,
+    "consumerCount": 0,
+    "memoryPercentUsage": 16,
+    "expiredCount": 0,
+    "inflightCount": 0,
+    "dispatchCount": 14998,
+    "size": 32662,
+    "destinationName": "queue://BENCH.SYNC",
+    "memoryLimit": 402653184,
+    "brokerName": "orders-usw2",
+    "enqueueCount": 47660,
+}
+
+
+def test_a_queues_memory_use_is_read_in_percent_of_its_limit() -> None:
+    stats = _stats_from_map(REPLY)
+
+    assert (stats.name, stats.size, stats.memory_percent) == ("BENCH.SYNC", 32662, 16)
+
+
+def test_a_reply_without_memory_figures_reads_as_no_memory_in_use() -> None:
+    reply = {k: v for k, v in REPLY.items() if not k.startswith("memory")}
+
+    assert _stats_from_map(reply).memory_percent == 0
