@@ -18,16 +18,10 @@ Run: ``.venv/bin/python bench/capture.py [--messages N] [--repeat N] [--no-recor
 
 from __future__ import annotations
 
-import sys
-
-# Run as a script, this folder comes first on sys.path, and bench/copy.py would shadow the
-# standard library's ``copy`` module for everything imported below.
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
-
 import argparse
 import os
 import queue as queue_mod
+import sys
 import tempfile
 import threading
 import time

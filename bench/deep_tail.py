@@ -33,17 +33,12 @@ Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--bo
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as a script, this folder heads sys.path, and bench/copy.py would shadow the standard
-# library's ``copy`` module for everything imported below.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
 import queue as queue_mod
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import stomp

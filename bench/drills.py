@@ -16,18 +16,13 @@ only print).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as `python bench/drills.py`, this folder heads sys.path, and bench/copy.py would then
-# shadow the standard library's copy module for everything imported below.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
 import json
 import logging
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from brokersync_ci import bench_results

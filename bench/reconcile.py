@@ -22,13 +22,6 @@ dependency of what is deployed. The result goes into bench/results/reconcile.jso
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# Run as `python bench/reconcile.py`, this folder heads sys.path, and bench/copy.py would then
-# shadow the standard library's copy module for everything imported below.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import argparse
 import base64
 import gzip
@@ -37,8 +30,10 @@ import os
 import random
 import shutil
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 from ulid import ULID

@@ -36,13 +36,6 @@ Run: ``.venv/bin/python bench/sync.py [--rate 1000] [--seconds 60] [--depths 0,1
 
 from __future__ import annotations
 
-import sys
-
-# Run as a script, this folder comes first on sys.path, and bench/copy.py would shadow the
-# standard library's ``copy`` module for everything imported below.
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
-
 import argparse
 import contextlib
 import cProfile
@@ -50,6 +43,7 @@ import multiprocessing as mp
 import os
 import queue as queue_mod
 import statistics as stats_mod
+import sys
 import tempfile
 import time
 from collections.abc import Iterator

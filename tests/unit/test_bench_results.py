@@ -15,12 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_results_file_names_its_command_commit_date_and_machine(tmp_path: Path) -> None:
     written = record(
-        "copy", {"speedup": 1.9}, tmp_path / "copy.json", argv=[str(ROOT / "bench" / "copy.py"), "--bridges", "2"]
+        "copy",
+        {"speedup": 1.9},
+        tmp_path / "copy.json",
+        argv=[str(ROOT / "bench" / "bridge_copy.py"), "--bridges", "2"],
     )
 
     document = json.loads(written.read_text())
     assert set(REQUIRED) <= set(document)
-    assert document["command"] == ".venv/bin/python bench/copy.py --bridges 2"
+    assert document["command"] == ".venv/bin/python bench/bridge_copy.py --bridges 2"
     assert document["machine"]["cores"] >= 1 and document["result"] == {"speedup": 1.9}
 
 

@@ -14,20 +14,14 @@ Method (persistent 1 KB messages, real brokers on loopback, a fresh pair per con
 "default" is what ActiveMQ does out of the box (journal synced per message on DR, one
 bridge); "tuned" is what the renderer emits by default (see docs, "Copy throughput").
 
-Run: ``.venv/bin/python bench/copy.py [--messages N] [--bridges 1,2,4] [--repeat N] [--no-record]``
+Run: ``.venv/bin/python bench/bridge_copy.py [--messages N] [--bridges 1,2,4] [--repeat N] [--no-record]``
 (writes bench/results/copy.json)
 """
 
 from __future__ import annotations
 
-import sys
-
-# Run as a script, this file's folder comes first on sys.path and this file would shadow
-# the standard library's ``copy`` module for everything imported below.
-if sys.path and sys.path[0].rstrip("/").endswith("bench"):
-    sys.path.pop(0)
-
 import argparse
+import sys
 import tempfile
 import threading
 import time
