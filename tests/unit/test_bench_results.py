@@ -112,3 +112,16 @@ def test_a_section_whose_benchmark_has_not_run_says_what_to_run_instead_of_a_fig
     )
 
     assert "no `bench/results/copy.json`" in page and "Run `.venv/bin/python bench/copy.py`" in page
+
+
+def test_results_files_of_one_command_are_credited_in_one_line_with_their_dates() -> None:
+    machine = {"cores": 2, "cpu": "x", "memory_gib": 24, "activemq": "5.17"}
+    documents = [
+        {"command": "drills", "commit": "abc", "measured_on": day, "machine": machine}
+        for day in ("2026-11-25 01:43", "2026-11-25 01:39", "2026-11-25 01:40")
+    ]
+
+    line = render_page("{{ measured_all(['a', 'b', 'c']) }}", dict(zip("abc", documents, strict=True)))
+
+    assert line.count("Measured by") == 1
+    assert "on 2026-11-25 01:39 to 2026-11-25 01:43;" in line

@@ -168,6 +168,8 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     env.filters["pct"] = lambda value, digits=0: f"{float(value) * 100:.{digits}f} %"
     env.globals["measured"] = lambda name: measured_line(results[name])
     env.globals["not_measured"] = not_measured_line
+    env.globals["measured_all"] = lambda names: measured_lines([results[name] for name in names])
+    env.filters["regex_prefix"] = lambda value, prefix: f"{prefix}{value}"
     return env.from_string(markdown).render(results=_ByName(results))
 
 
@@ -202,6 +204,15 @@ def measured_line(document: Mapping[str, Any]) -> str:
         else str(box)
     )
     return f"*Measured by `{document['command']}` at {document['commit']} on {document['measured_on']}; {where}.*"
+
+
+def measured_lines(documents: list[Mapping[str, Any]]) -> str:
+    """Where several results files came from: one line per command, commit and machine, with the dates."""
+    marker = "\x00when\x00"
+    groups: dict[str, list[str]] = {}
+    for document in documents:
+        groups.setdefault(measured_line({**document, "measured_on": marker}), []).append(document["measured_on"])
+    return "\n".join(line.replace(marker, " to ".join(sorted({min(w), max(w)}))) for line, w in groups.items())
 
 
 def not_measured_line(name: str, command: str) -> str:
