@@ -19,6 +19,7 @@ from typing import Any
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.config import ENV_PURGE_MISSING_AFTER_S
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync_local.alarm_evaluator import emf_datapoints
 from brokersync_local.browsing import browse
 from brokersync_local.region_drill import RegionLossDrill
@@ -72,7 +73,30 @@ class DrRegionLossDrill(RegionLossDrill):
         consumer.stop()
         pending_after = self._settle_purge(timeout_s=60.0)
         self.facts["catch_up_s"] = round(self.timeline.mark("purge caught up") - returned, 3)
+        self.facts["late_copies_on_dr_at_catch_up"] = self._wait_late_copies_gone(dr)
+        self.facts["late_copies_cleared_s"] = round(self.timeline.mark("late copies swept") - returned, 3)
         return self._dr_outcome(primary, dr, pending_after, outage_s)
+
+    def _consumed_on(self, dr: str) -> int:
+        with self.log.lock:
+            consumed = set(self.log.consumed)
+        return len(self._keys_on(dr) & consumed)
+
+    def _wait_late_copies_gone(self, dr: str) -> int:
+        """Consumed messages on DR once the purge caught up; then wait for the late-copy sweep to take them.
+
+        Nothing pending is not the end after a partition: the bridge resends the copies whose
+        acks it lost, some land on DR after their message was purged, and only the late-copy
+        sweep (every ``LateCopySweep.interval_s``) removes those. Two sweep periods and a margin
+        bound the wait; what is left then is counted as left.
+        """
+        at_catch_up = self._consumed_on(dr)
+        deadline = time.monotonic() + 2 * LateCopySweep.interval_s + 5.0
+        left = at_catch_up
+        while left and time.monotonic() < deadline:
+            time.sleep(1.0)
+            left = self._consumed_on(dr)
+        return at_catch_up
 
     def _purge_metric_total(self, metric: str) -> int:
         """What the purge in the DR's region reported for ``metric`` over the drill."""
@@ -101,6 +125,9 @@ class DrRegionLossDrill(RegionLossDrill):
             "missing_after_s": MISSING_AFTER_S,
             "backlog_at_return": self.facts.get("backlog_at_return"),
             "already_consumed_on_dr": len(on_dr & consumed_any),
+            # Before the late-copy sweep's next pass: the bridge's resent copies of purged messages.
+            "late_copies_on_dr_at_catch_up": self.facts.get("late_copies_on_dr_at_catch_up"),
+            "late_copies_cleared_s": self.facts.get("late_copies_cleared_s"),
             # Why one would be left: a second copy of one message, or a key given up on.
             "held_twice_on_dr": len(dr_frames) - len(on_dr),
             "marked_missing": self._purge_metric_total("Missing"),
