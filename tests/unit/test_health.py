@@ -17,6 +17,7 @@ from brokersync.health import (
     PENDING_PURGE_TOTAL,
     STALE_PRIMARY,
     HealthProbe,
+    HealthReport,
     emit,
 )
 from brokersync.ledger import LedgerEntry, memory_ledger
@@ -110,14 +111,21 @@ def test_the_duplicate_window_counts_every_pending_key_not_one_read_window(
     assert metrics.values[DUPLICATE_WINDOW_SECONDS] == [90.0]
 
 
+def _probe_unreadable_brokers(
+    topology: Topology, control_records: ControlRecords
+) -> tuple[HealthReport, RecordingMetrics]:
+    """The probe's report and metrics when no broker answers."""
+    probe, _ = _probe(topology, control_records, Outflows({}, reachable=False))
+    metrics = RecordingMetrics()
+    report = probe.probe()
+    emit(report, metrics)
+    return report, metrics
+
+
 def test_a_primary_that_cannot_be_read_leaves_the_loss_window_out_so_the_alarm_breaches(
     topology: Topology, control_records: ControlRecords
 ) -> None:
-    probe, _ = _probe(topology, control_records, Outflows({}, reachable=False))
-    metrics = RecordingMetrics()
-
-    report = probe.probe()
-    emit(report, metrics)
+    report, metrics = _probe_unreadable_brokers(topology, control_records)
 
     assert "lossWindow" in report.unmeasured
     assert LOSS_WINDOW_SECONDS not in metrics.values
@@ -194,11 +202,7 @@ def test_the_fullest_synced_queues_memory_on_dr_is_emitted_as_the_purges_reach(
 def test_a_dr_broker_that_cannot_be_read_leaves_its_reach_out_instead_of_reporting_room(
     topology: Topology, control_records: ControlRecords
 ) -> None:
-    probe, _ = _probe(topology, control_records, Outflows({}, reachable=False))
-    metrics = RecordingMetrics()
-
-    report = probe.probe()
-    emit(report, metrics)
+    report, metrics = _probe_unreadable_brokers(topology, control_records)
 
     assert "drMemory" in report.unmeasured
     assert DR_QUEUE_MEMORY_PERCENT not in metrics.values
