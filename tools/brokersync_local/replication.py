@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
 import json
 import logging
 import signal
@@ -158,6 +159,8 @@ class GlobalTableReplication:
         #: Every change delivered into a region and not yet seen again in its stream: a backlog
         #: delivered after a partition holds several versions of one item, each an echo.
         self.echoes: dict[tuple[str, str], list[str | None]] = {}
+        #: (region, item key) -> the newest change delivered there.
+        self.delivered: dict[tuple[str, str], Change] = {}
         self.applied = 0
         self.dropped_older = 0
 
@@ -192,6 +195,12 @@ class GlobalTableReplication:
             mine = (region.name, key)
             if written in self.echoes.get(mine, []):
                 self.echoes[mine].remove(written)  # our own replicated write coming back: not a new change
+                latest = self.delivered.get(mine)
+                newest = None if latest is None or latest.image is None else _canonical(latest.image)
+                if newest is not None and written != newest:
+                    # An older version landed after a newer one (a request that waited out a pause):
+                    # the region holds it now, so the newest version goes to it again.
+                    self.outbox[region.name].append(dataclasses.replace(latest, due=self.clock()))
                 continue
             at = _timestamp(data.get("ApproximateCreationDateTime", self.clock()))
             self.versions[mine] = (at, region.name)
@@ -204,15 +213,22 @@ class GlobalTableReplication:
         if held is not None and held > (change.at, change.origin):
             self.dropped_older += 1  # the destination holds a later write: last writer wins
             return True
+        # The echo is expected before the call: a write that times out may still land (a region
+        # paused mid-request processes it when it resumes), and its stream record must then be
+        # known as ours. Unrecognised, it would come back as that region's own change, stamped
+        # with the time it landed, and overwrite the newer versions its origin wrote meanwhile
+        # (the dr-region-loss drill lost capture items' keys this way). An expected echo that
+        # never shows costs nothing: the item is written by one region, or the next version differs.
+        written = _canonical(change.image) if change.image is not None else None
+        self.echoes.setdefault((region.name, change.key), []).append(written)
         try:
             region.apply(change)
         except (BotoCoreError, ClientError) as e:
             self._unreachable(region, e)
             return False
         self._reachable(region)
-        written = _canonical(change.image) if change.image is not None else None
-        self.echoes.setdefault((region.name, change.key), []).append(written)
         self.versions[(region.name, change.key)] = (change.at, change.origin)
+        self.delivered[(region.name, change.key)] = change
         self.applied += 1
         return True
 
