@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import dataclasses
 import json
 import logging
@@ -41,6 +42,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 logger = logging.getLogger("brokersync.replication")
 
 DEFAULT_LAG_S = 1.0
+#: Images remembered per region and item as our own writes there (a partition's backlog of versions).
+ECHOES_KEPT = 64
 #: A paused region must not stall the others: every call gives up quickly and is tried again.
 _CLIENT = Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}, account_id_endpoint_mode="disabled")
 
@@ -155,10 +158,10 @@ class GlobalTableReplication:
         self.outbox: dict[str, list[Change]] = {name: [] for name in self.regions}
         #: (region, item key) -> (timestamp, origin) of the version that region holds.
         self.versions: dict[tuple[str, str], tuple[float, str]] = {}
-        #: (region, item key) -> images we wrote there, to recognise our own writes in its stream.
-        #: Every change delivered into a region and not yet seen again in its stream: a backlog
-        #: delivered after a partition holds several versions of one item, each an echo.
-        self.echoes: dict[tuple[str, str], list[str | None]] = {}
+        #: (region, item key) -> the latest images we wrote there, to recognise our own writes in its
+        #: stream: a backlog delivered after a partition holds several versions of one item, each an
+        #: echo, and one delivery may land more than once.
+        self.echoes: dict[tuple[str, str], collections.deque[str | None]] = {}
         #: (region, item key) -> the newest change delivered there.
         self.delivered: dict[tuple[str, str], Change] = {}
         self.applied = 0
@@ -193,8 +196,10 @@ class GlobalTableReplication:
             image = data.get("NewImage") if record["eventName"] != "REMOVE" else None
             written = _canonical(image) if image is not None else None
             mine = (region.name, key)
-            if written in self.echoes.get(mine, []):
-                self.echoes[mine].remove(written)  # our own replicated write coming back: not a new change
+            if written in self.echoes.get(mine, ()):
+                # Our own replicated write coming back: not a new change. Kept, not consumed: one
+                # delivery can land several times (each attempt that timed out while the region was
+                # paused lands when it resumes), and every landing is the same echo.
                 latest = self.delivered.get(mine)
                 newest = None if latest is None or latest.image is None else _canonical(latest.image)
                 if newest is not None and written != newest:
@@ -220,7 +225,9 @@ class GlobalTableReplication:
         # (the dr-region-loss drill lost capture items' keys this way). An expected echo that
         # never shows costs nothing: the item is written by one region, or the next version differs.
         written = _canonical(change.image) if change.image is not None else None
-        self.echoes.setdefault((region.name, change.key), []).append(written)
+        expected = self.echoes.setdefault((region.name, change.key), collections.deque(maxlen=ECHOES_KEPT))
+        if written not in expected:
+            expected.append(written)
         try:
             region.apply(change)
         except (BotoCoreError, ClientError) as e:

@@ -20,8 +20,8 @@ class Clock:
 
 
 class PausedRegion:
-    """A region's table and stream. ``pause()`` freezes it mid-request (SIGSTOP): the write on its
-    way times out for the caller and lands when it resumes, and nothing else gets through meanwhile."""
+    """A region's table and stream. ``pause_next`` freezes it mid-request (SIGSTOP): every write
+    sent while it is frozen times out for the caller and lands when it resumes (SIGCONT)."""
 
     def __init__(self, name: str, clock: Clock) -> None:
         self.name = name
@@ -56,7 +56,8 @@ class PausedRegion:
 
     def apply(self, change: Change) -> None:
         assert change.image is not None
-        if self.paused:
+        if self.paused:  # the request waits in the frozen process's socket: it lands on resume
+            self._landing_on_resume.append(change.image)
             raise ReadTimeoutError(endpoint_url=f"http://{self.name}")
         if self.pause_next:
             self.pause_next, self.paused = False, True
