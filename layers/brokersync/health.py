@@ -58,7 +58,9 @@ BRIDGE_CONNECTED = "BridgeConnected"
 PURGE_LOOP_HEALTHY = "PurgeLoopHealthy"
 #: The fullest synced queue's memory on the DR broker, in percent of its limit.
 DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
-#: Where the alarm on it fires: below ActiveMQ's cursor high-water mark (70 %), where paging stops.
+#: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
+CURSOR_HIGH_WATER_PERCENT = 70
+#: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
 PENDING_CAP = 100_000

@@ -31,7 +31,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.steps import TransitionStore
-from brokersync.health import DR_QUEUE_MEMORY_ALARM_PERCENT, HealthProbe, HealthReport
+from brokersync.health import CURSOR_HIGH_WATER_PERCENT, DR_QUEUE_MEMORY_ALARM_PERCENT, HealthProbe, HealthReport
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore, apply_roles
@@ -264,8 +264,9 @@ class StatusReader:
             memory = queue.get("dr_memory_percent")
             if memory is not None and memory >= DR_QUEUE_MEMORY_ALARM_PERCENT:
                 status.warnings.append(
-                    f"{name}: {memory}% of its memory limit in use on DR; at 70% ActiveMQ stops paging it in and "
-                    "the purge stalls behind the backlog (raise tuning.dr.memory_limit_mb)"
+                    f"{name}: {memory}% of its memory limit in use on DR; at {CURSOR_HIGH_WATER_PERCENT}% "
+                    "ActiveMQ stops paging it in and the purge stalls behind the backlog "
+                    "(raise tuning.dr.memory_limit_mb)"
                 )
 
 

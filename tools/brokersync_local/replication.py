@@ -164,6 +164,8 @@ class GlobalTableReplication:
         self.echoes: dict[tuple[str, str], collections.deque[str | None]] = {}
         #: (region, item key) -> the newest change delivered there.
         self.delivered: dict[tuple[str, str], Change] = {}
+        #: Items whose newest delivered version has been seen back in that region's stream.
+        self.newest_landed: set[tuple[str, str]] = set()
         self.applied = 0
         self.dropped_older = 0
 
@@ -202,9 +204,13 @@ class GlobalTableReplication:
                 # paused lands when it resumes), and every landing is the same echo.
                 latest = self.delivered.get(mine)
                 newest = None if latest is None or latest.image is None else _canonical(latest.image)
-                if newest is not None and written != newest:
-                    # An older version landed after a newer one (a request that waited out a pause):
-                    # the region holds it now, so the newest version goes to it again.
+                if written == newest:
+                    self.newest_landed.add(mine)
+                elif latest is not None and mine in self.newest_landed:
+                    # An older version landed after the newest one (a request that waited out a
+                    # pause): the region holds it now, so the newest version goes to it again. An
+                    # older echo read before the newest one's is a backlog arriving in order: no resend.
+                    self.newest_landed.discard(mine)
                     self.outbox[region.name].append(dataclasses.replace(latest, due=self.clock()))
                 continue
             at = _timestamp(data.get("ApproximateCreationDateTime", self.clock()))
@@ -236,6 +242,7 @@ class GlobalTableReplication:
         self._reachable(region)
         self.versions[(region.name, change.key)] = (change.at, change.origin)
         self.delivered[(region.name, change.key)] = change
+        self.newest_landed.discard((region.name, change.key))
         self.applied += 1
         return True
 

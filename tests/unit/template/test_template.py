@@ -331,6 +331,6 @@ def test_the_dr_queue_memory_alarm_fires_below_where_activemq_stops_paging_and_i
     properties = template["Resources"]["DrQueueMemoryAlarm"]["Properties"]
 
     assert properties["MetricName"] == health.DR_QUEUE_MEMORY_PERCENT
-    assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < 70
+    assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < health.CURSOR_HIGH_WATER_PERCENT == 70
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
