@@ -150,7 +150,9 @@ class PeakRss:
             total, parts = 0, {}
             for process in me.children(recursive=True):
                 try:
-                    rss = process.memory_info().rss
+                    # PSS, not RSS: a child the JVM forks (Hadoop's shell commands) shares the JVM's
+                    # pages until it execs, and RSS would count the whole JVM twice.
+                    rss = process.memory_full_info().pss
                     parts[f"{process.name()}:{process.pid}"] = round(rss / 1e6)
                 except psutil.Error:
                     continue
