@@ -58,6 +58,8 @@ BRIDGE_CONNECTED = "BridgeConnected"
 PURGE_LOOP_HEALTHY = "PurgeLoopHealthy"
 #: The fullest synced queue's memory on the DR broker, in percent of its limit.
 DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
+#: Messages produced on the DR broker to active-active queues, not yet copied to the primary.
+RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
 CURSOR_HIGH_WATER_PERCENT = 70
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
@@ -76,6 +78,9 @@ class QueueHealth:
     duplicate_window_s: float | None = None
     #: Percent of the queue's memory limit in use on the DR broker (synced queues; None: unmeasured).
     dr_memory_percent: int | None = None
+    #: Active-active queues only: messages produced on the DR broker still waiting to be copied
+    #: to the primary, where the queue is consumed (None: not active-active, or unmeasured).
+    return_backlog: int | None = None
 
 
 @dataclass
@@ -141,7 +146,20 @@ class HealthProbe:
         self._stale_primary(now, report)
         self._purge_loop(now, report)
         self._dr_memory(now, report)
+        self._return_backlog(now, report)
         return report
+
+    def _return_backlog(self, topology: Topology, report: HealthReport) -> None:
+        outflows = {topology.copy_name(q, topology.primary): q.name for q in topology.queues if q.copies_both_ways}
+        if not outflows:
+            return
+        try:
+            stats = self.statistics(topology.dr).queue_stats(list(outflows))
+        except BrokerSyncError as e:
+            report.unmeasured["returnBacklog"] = f"DR {topology.dr.name}: {e}"
+            return
+        for outflow, name in outflows.items():
+            report.queues[name].return_backlog = stats[outflow].size if outflow in stats else 0
 
     def _dr_memory(self, topology: Topology, report: HealthReport) -> None:
         synced = [q.name for q in topology.queues if q.captures_consumed]
@@ -229,6 +247,9 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     if synced and not any(k.startswith("duplicateWindow") for k in report.unmeasured):
         metrics.add_metric(PENDING_PURGE_TOTAL, "Count", sum(q.pending_purge or 0 for q in synced))
         metrics.add_metric(DUPLICATE_WINDOW_SECONDS, "Seconds", max((q.duplicate_window_s or 0.0) for q in synced))
+    returning = [q.return_backlog for q in report.queues.values() if q.return_backlog is not None]
+    if returning:
+        metrics.add_metric(RETURN_BACKLOG_TOTAL, "Count", sum(returning))
     reach = [q.dr_memory_percent for q in report.queues.values() if q.dr_memory_percent is not None]
     if reach:
         metrics.add_metric(DR_QUEUE_MEMORY_PERCENT, "Percent", max(reach))

@@ -36,7 +36,7 @@ PARKED_QUEUE = "BROKERSYNC.PARKED"
 CONNECTOR_PREFIX = "brokersync-"
 
 Role = Literal["primary", "dr"]
-Mode = Literal["sync", "mirror"]
+Mode = Literal["sync", "mirror", "active-active"]
 SyncKey = Literal["correlation-id", "message-id"]
 
 # A plain physical queue name: no wildcards (`>` `*`), no composite separator (`,`), no blanks.
@@ -140,8 +140,13 @@ class Queue(_Strict):
 
     @property
     def captures_consumed(self) -> bool:
-        """Only sync queues raise consumed records: mirror queues have live DR consumers."""
-        return self.mode == "sync"
+        """Sync and active-active queues raise consumed records: mirror queues have live DR consumers."""
+        return self.mode != "mirror"
+
+    @property
+    def copies_both_ways(self) -> bool:
+        """Produced to on either broker, so each broker copies its own producers' messages to the other."""
+        return self.mode == "active-active"
 
 
 class BridgeTuning(_Strict):
@@ -250,6 +255,14 @@ class Topology(_Strict):
             if queue.name.endswith(self.dr_suffix):
                 raise ValueError(f"queues: {queue.name!r} ends with the DR suffix {self.dr_suffix!r}")
             seen.add(queue.name)
+        copies = {name for q in self.queues for name in self.copy_names(q)}
+        clash = sorted(seen & copies)
+        if clash:
+            raise ValueError(f"queues: {clash[0]!r} is the name of another queue's copy queue")
+        if self.is_crdr and any(q.copies_both_ways for q in self.queues):
+            raise ValueError(
+                "queues: a CRDR pair replicates one way only; active-active needs BrokerSync's own copy path"
+            )
         return self
 
     def broker(self, role: Role) -> Broker:
@@ -277,8 +290,27 @@ class Topology(_Strict):
 
     def dr_name(self, queue: Queue | str) -> str:
         """Name of the outbound copy queue on the primary (and the inbound alias on the DR broker)."""
+        return self.copy_name(queue, self.dr)
+
+    def copy_name(self, queue: Queue | str, to: Broker) -> str:
+        """The queue that carries ``queue``'s copies to broker ``to``: the sender's outflow, the receiver's inflow.
+
+        One-way queues (sync, mirror) have one such queue, ``Q<suffix>``, whichever broker is DR.
+        An active-active queue is copied both ways, and each direction needs a name of its own,
+        ``Q<suffix>.<receiving broker>``: one name would be the sender's outflow and its own
+        inflow at once. The name is the same on both brokers, as a network bridge requires.
+        """
         name = queue.name if isinstance(queue, Queue) else queue
-        return f"{name}{self.dr_suffix}"
+        both_ways = any(q.name == name and q.copies_both_ways for q in self.queues)
+        return f"{name}{self.dr_suffix}.{to.name}" if both_ways else f"{name}{self.dr_suffix}"
+
+    def copy_names(self, queue: Queue | str) -> list[str]:
+        """Every copy queue ``queue`` has, in the brokers' order (one for one-way queues)."""
+        return list(dict.fromkeys(self.copy_name(queue, broker) for broker in self.brokers))
+
+    def peer(self, broker: Broker) -> Broker:
+        """The other broker of the pair."""
+        return next(b for b in self.brokers if b.name != broker.name)
 
     def swapped(self) -> Topology:
         """The same pair after a failover or switchover: the DR broker plays primary and vice versa."""

@@ -15,6 +15,7 @@ from brokersync.health import (
     DUPLICATE_WINDOW_SECONDS,
     LOSS_WINDOW_SECONDS,
     PENDING_PURGE_TOTAL,
+    RETURN_BACKLOG_TOTAL,
     STALE_PRIMARY,
     HealthProbe,
     HealthReport,
@@ -206,3 +207,30 @@ def test_a_dr_broker_that_cannot_be_read_leaves_its_reach_out_instead_of_reporti
 
     assert "drMemory" in report.unmeasured
     assert DR_QUEUE_MEMORY_PERCENT not in metrics.values
+
+
+def test_messages_produced_on_dr_to_an_active_active_queue_and_not_yet_copied_back_are_counted(
+    control_records: ControlRecords,
+) -> None:
+    topology = load_topology(Path(__file__).resolve().parents[2] / "examples" / "active-active.yaml")
+    returning = topology.copy_name("CARTS", topology.primary)
+    probe, _ = _probe(topology, control_records, Outflows({returning: 17}))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.queues["CARTS"].return_backlog == 17
+    assert report.queues["ORDERS"].return_backlog is None
+    assert metrics.values[RETURN_BACKLOG_TOTAL] == [17]
+
+
+def test_a_pair_without_active_active_queues_emits_no_return_backlog(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}))
+    metrics = RecordingMetrics()
+
+    emit(probe.probe(), metrics)
+
+    assert RETURN_BACKLOG_TOTAL not in metrics.values

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.render import render_configuration
+from brokersync.render.parts import role_parts
 from brokersync.topology import Role, Topology
 from brokersync_local.broker_process import BrokerProcess
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
@@ -138,20 +139,23 @@ class LocalWorld:
         return broker
 
     def wait_for_bridges(self, deadline: float) -> None:
-        """Wait until the primary reports every network connector's bridge established."""
+        """Wait until each broker reports every network connector its role renders established.
+
+        The primary always bridges to DR; the DR broker bridges back only for active-active queues.
+        """
         if self.topology.is_crdr:
             return
-        primary = self.brokers["primary"]
-        expected = self.topology.tuning.bridge.parallel_bridges
-        while primary.bridges_established() < expected:
-            if not primary.alive():
-                raise ProcessFailedError(f"broker {primary.name} exited\n{primary.log_tail()}")
-            if time.monotonic() > deadline:
-                raise ProcessFailedError(
-                    f"{primary.bridges_established()} of {expected} network bridges established in time\n"
-                    f"{primary.log_tail()}"
-                )
-            time.sleep(0.1)
+        for role, broker in self.brokers.items():
+            expected = len(role_parts(self.topology, role).connectors)
+            while broker.bridges_established() < expected:
+                if not broker.alive():
+                    raise ProcessFailedError(f"broker {broker.name} exited\n{broker.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise ProcessFailedError(
+                        f"{broker.bridges_established()} of {expected} network bridges of {broker.name} established "
+                        f"in time\n{broker.log_tail()}"
+                    )
+                time.sleep(0.1)
 
     def down(self, log: Any = print) -> None:
         """Stop, by pid, every process this state directory records or holds."""

@@ -89,7 +89,7 @@ def protected_destinations(topology: Topology) -> list[Protected]:
     full = dict.fromkeys(_OPERATIONS, ours)
     protected = [Protected("queue", name, full) for name in (CONSUMED_QUEUE, PARKED_QUEUE)]
     protected.append(Protected("queue", RECEIPTS_QUEUE, {**full, "write": ours | frozenset(access.receipt_groups)}))
-    protected += [Protected("queue", topology.dr_name(q), full) for q in topology.queues]
+    protected += [Protected("queue", name, full) for q in topology.queues for name in topology.copy_names(q)]
     # Reading an advisory topic is harmless (it is a copy); writing one forges consumption.
     protected += [Protected("topic", name, {"write": ours}) for name in advisory_topics(topology)]
     return protected
@@ -112,7 +112,9 @@ def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
     for queue in topology.queues:
         shared = _dedupe(ours, apps)
         entries.append(Grant("queue", queue.name, shared, shared, shared))
-        entries.append(Grant("queue", topology.dr_name(queue), ours, ours if accepts_copies else (), ours))
+        # An active-active queue's inflow takes the peer's copies whichever role this broker plays.
+        writers = ours if accepts_copies or queue.copies_both_ways else ()
+        entries += [Grant("queue", name, ours, writers, ours) for name in topology.copy_names(queue)]
     shared = _dedupe(ours, apps)
     entries += [Grant("queue", p, shared, shared, shared) for p in access.application_queues]
     entries += [Grant("topic", p, shared, shared, shared) for p in access.application_topics]
@@ -125,7 +127,7 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
     A ``Q.DR`` entry's write groups are set, not merged: rendering the primary role over the DR
     configuration (a failover) must take the bridge's write away again.
     """
-    copy_queues = {topology.dr_name(q) for q in topology.queues}
+    copy_queues = {name for q in topology.queues for name in topology.copy_names(q)}
     root.set("populateJMSXUserID", "true")
     root.set("useAuthenticatedPrincipalForJMSXUserID", "true")
     entries = container(root, "plugins", "authorizationPlugin", "map", "authorizationMap", "authorizationEntries")

@@ -2,9 +2,10 @@
 
 What we own is recognised by shape, not by markers a customer could delete:
 * a network connector whose name starts with ``brokersync-``;
-* a composite queue ``Q`` forwarding only to ``Q<suffix>``, a composite queue ``Q<suffix>``
-  forwarding only to ``Q``, and a composite topic on a departure advisory topic (consumed, expired, DLQ'd)
-  forwarding only to ``BROKERSYNC.CONSUMED``.
+* a composite queue ``Q`` forwarding only to ``Q<suffix>`` (or, for an active-active queue,
+  only what was produced here to ``Q<suffix>.<broker>``), a composite queue ``Q<suffix>``
+  (or ``Q<suffix>.<broker>``) forwarding only to ``Q``, and a composite topic on a departure
+  advisory topic (consumed, expired, DLQ'd) forwarding only to ``BROKERSYNC.CONSUMED``.
 Owned pieces are replaced where they stand (stale ones, for queues no longer in the
 topology, are removed); everything else is kept. A customer composite queue that already
 has our name keeps its own forwards and gains ours. A synced queue's policy goes into the
@@ -80,10 +81,11 @@ def _merge_destinations(destinations: etree._Element, names: list[str]) -> None:
 
 
 def _forward_targets(composite: etree._Element) -> list[tuple[str | None, str | None]]:
+    """``(kind, name)`` of each forward; a filtered forward is ``("filteredDestination", its queue)``."""
     forward_to = composite.find(core("forwardTo"))
     if forward_to is None:
         return []
-    return [(local_name(t), t.get("physicalName")) for t in forward_to if local_name(t)]
+    return [(local_name(t), t.get("physicalName") or t.get("queue")) for t in forward_to if local_name(t)]
 
 
 def _is_ours(composite: etree._Element, topology: Topology) -> bool:
@@ -95,9 +97,20 @@ def _is_ours(composite: etree._Element, topology: Topology) -> bool:
     suffix = topology.dr_suffix
     if composite.tag == core("compositeTopic"):
         return name.startswith(DEPARTURE_ADVISORY_PREFIXES) and (kind, target) == ("queue", CONSUMED_QUEUE)
+    if kind == "filteredDestination":
+        return target is not None and target.startswith(f"{name}{suffix}.")
     return kind == "queue" and (
-        target == f"{name}{suffix}" or (name.endswith(suffix) and target == name[: -len(suffix)])
+        target == f"{name}{suffix}"
+        or (name.endswith(suffix) and target == name[: -len(suffix)])
+        or (target is not None and _is_inflow_of(name, target, suffix))
     )
+
+
+def _is_inflow_of(name: str, queue: str, suffix: str) -> bool:
+    """``Q<suffix>.<broker>``: an active-active queue's inflow on the broker of that name."""
+    head = f"{queue}{suffix}."
+    broker = name[len(head) :]
+    return name.startswith(head) and bool(broker) and "." not in broker
 
 
 def _merge_composites(virtual: etree._Element, new: list[etree._Element], topology: Topology) -> None:
@@ -123,10 +136,11 @@ def _extend_customer_composite(existing: etree._Element, ours: etree._Element) -
     if forward_to is None:
         forward_to = element("forwardTo")
         existing.append(forward_to)
-    present = {(local_name(t), t.get("physicalName")) for t in forward_to}
-    for kind, target in _forward_targets(ours):
+    present = set(_forward_targets(existing))
+    for forward in ours.find(core("forwardTo")) if ours.find(core("forwardTo")) is not None else []:
+        kind, target = local_name(forward), forward.get("physicalName") or forward.get("queue")
         if (kind, target) not in present and kind and target:
-            forward_to.append(element(kind, [("physicalName", target)]))
+            forward_to.append(copy.deepcopy(forward))
 
 
 def _merge_policies(entries: etree._Element, policies: dict[str, list[tuple[str, str]]]) -> None:

@@ -17,6 +17,16 @@ unless the topology asks for ``always``, a periodic journal sync (see DrTuning).
 Both roles load ``statisticsBrokerPlugin``: queue counters over STOMP are the only
 counters Amazon MQ lets us read.
 
+Active-active queues (produced to on either broker) are copied both ways, so both roles
+render the same copy path for them, each towards the other broker: the composite queue Q
+forwards into ``Q<suffix>.<peer>`` only what was produced to Q on this broker (a selector on
+``JMSDestination``, which ActiveMQ evaluates against the original destination a composite
+forward records), a composite queue ``Q<suffix>.<this broker>`` forwards the peer's copies
+into Q, and this broker's network connector to its peer includes ``Q<suffix>.<peer>``.
+Without that selector each copy would be forwarded back towards its origin, where the
+bridge refuses a message that has already crossed it and the copy waits in the outflow for
+ever (measured; decision 0010). Capture follows the primary role as for sync queues.
+
 CRDR pairs are replicated by Amazon MQ itself, so neither role renders the copy path (no
 composite queue, no connector); the capture and the policies are still rendered, because
 the ledger is what measures duplicates and drives the drill.
@@ -36,6 +46,7 @@ from brokersync.topology import (
     PARKED_QUEUE,
     RECEIPTS_QUEUE,
     Broker,
+    Queue,
     Role,
     Topology,
 )
@@ -68,6 +79,34 @@ def _forward(name: str, forward_only: bool, targets: list[tuple[str, str]]) -> e
     return element(kind, [("name", name), ("forwardOnly", str(forward_only).lower())], [forward_to])
 
 
+def produced_here(queue: str) -> str:
+    """The selector that matches what was produced to ``queue`` on this broker, not a copy from the peer.
+
+    A copy reaches ``queue`` through the inflow composite, and a composite forward records where
+    the message was sent (``originalDestination``); ActiveMQ's ``JMSDestination`` in a selector
+    is that original destination when there is one. So a message sent straight to ``queue`` is
+    ``queue://<queue>`` and a copy is ``queue://<queue><suffix>.<this broker>``.
+    """
+    return f"JMSDestination = 'queue://{queue}'"
+
+
+def _forward_produced_here(queue: str, outflow: str) -> etree._Element:
+    """Composite ``queue`` that also forwards what its own producers sent, not the peer's copies, into ``outflow``."""
+    filtered = element("filteredDestination", [("selector", produced_here(queue)), ("queue", outflow)])
+    forward_to = element("forwardTo", children=[filtered])
+    return element("compositeQueue", [("name", queue), ("forwardOnly", "false")], [forward_to])
+
+
+def _both_ways(topology: Topology, me: Broker, parts: RoleParts) -> None:
+    """The copy path of every active-active queue on broker ``me``: its outflow to the peer, its inflow into Q."""
+    peer = topology.peer(me)
+    for queue in (q for q in topology.queues if q.copies_both_ways):
+        outflow, inflow = topology.copy_name(queue, peer), topology.copy_name(queue, me)
+        parts.destinations += [queue.name, outflow]
+        parts.composites.append(_forward_produced_here(queue.name, outflow))
+        parts.composites.append(_forward(inflow, True, [("queue", queue.name)]))
+
+
 def connector_uri(peer: Broker) -> str:
     """``masterslave:`` for an active/standby peer (two endpoints), ``static:`` for one."""
     if len(peer.openwire) == 2:
@@ -75,9 +114,12 @@ def connector_uri(peer: Broker) -> str:
     return f"static:({peer.openwire[0]})"
 
 
-def _connectors(topology: Topology, peer: Broker) -> list[etree._Element]:
+def _connectors(topology: Topology, peer: Broker, queues: list[Queue]) -> list[etree._Element]:
+    """The network connectors to ``peer`` that carry the copies of ``queues`` (none without queues)."""
+    if not queues:
+        return []
     count = topology.tuning.bridge.parallel_bridges
-    includes = [element("queue", [("physicalName", topology.dr_name(q))]) for q in topology.queues]
+    includes = [element("queue", [("physicalName", topology.copy_name(q, peer))]) for q in queues]
     connectors = []
     for index in range(1, count + 1):
         name = f"{CONNECTOR_PREFIX}{peer.name}" + (f"-{index}" if count > 1 else "")
@@ -99,7 +141,7 @@ def primary_parts(topology: Topology) -> RoleParts:
     copy = not topology.is_crdr
     for queue in topology.queues:
         parts.destinations.append(queue.name)
-        if copy:
+        if copy and not queue.copies_both_ways:  # active-active queues: _both_ways below
             parts.destinations.append(topology.dr_name(queue))
             parts.composites.append(_forward(queue.name, False, [("queue", topology.dr_name(queue))]))
         if queue.captures_consumed:
@@ -113,7 +155,8 @@ def primary_parts(topology: Topology) -> RoleParts:
     # configuration, whose periodic journal sync must not survive into the primary.
     parts.journal = [("journalDiskSyncStrategy", "always")]
     if copy:
-        parts.connectors = _connectors(topology, topology.dr)
+        _both_ways(topology, topology.primary, parts)
+        parts.connectors = _connectors(topology, topology.dr, topology.queues)
     return parts
 
 
@@ -122,13 +165,16 @@ def dr_parts(topology: Topology) -> RoleParts:
     tuning = topology.tuning.dr
     for queue in topology.queues:
         parts.destinations.append(queue.name)
-        if not topology.is_crdr:
+        if not topology.is_crdr and not queue.copies_both_ways:
             parts.composites.append(_forward(topology.dr_name(queue), True, [("queue", queue.name)]))
         parts.policies[queue.name] = [
             ("maxPageSize", str(tuning.max_page_size)),
             ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
             ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
         ]
+    if not topology.is_crdr:
+        _both_ways(topology, topology.dr, parts)
+        parts.connectors = _connectors(topology, topology.primary, [q for q in topology.queues if q.copies_both_ways])
     parts.journal = [("journalDiskSyncStrategy", tuning.journal_disk_sync)]
     if tuning.journal_disk_sync == "periodic":
         parts.journal.append(("journalDiskSyncInterval", str(tuning.journal_sync_interval_ms)))

@@ -85,7 +85,7 @@ def snapshot_broker(
     limit = browse_limit or (topology.tuning.dr.max_browse_page_size if broker.role == "dr" else DEFAULT_BROWSE_LIMIT)
     report = SnapshotReport(broker=broker.name, prefix=prefix, started_ms=int(time.time() * 1000))
     for queue in topology.queues:
-        if queue.mode != "sync":
+        if not queue.captures_consumed:  # mirror queues are consumed on both sides: nothing to reconcile
             continue
         writer = PartWriter(put, prefix, queue.name, part_lines)
         for line in browser.lines(queue):

@@ -1,0 +1,187 @@
+"""An active-active queue on the real pair: produced to on both brokers, copied both ways once.
+
+The pair runs ``examples/active-active.yaml`` as rendered: ``CARTS`` is active-active (consumed
+on the primary), ``ORDERS`` beside it is a one-way sync queue. Every check counts message ids
+and queue counters on both brokers, because a loop shows up as a second copy on a broker or as
+copies parked in an outflow, never as an error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ulid import ULID
+
+from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
+from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.writer import LedgerWriter
+from brokersync.ledger import memory_ledger
+from brokersync.purge.remover import SelectorRemover
+from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.topology import Topology, load_topology
+from brokersync_local.browsing import browse
+from brokersync_local.world import LocalWorld, WorldPorts
+from tests.integration.stomp_helpers import drain, produce, receive
+from tests.ports import shifted_ports
+
+pytestmark = pytest.mark.broker
+ROOT = Path(__file__).resolve().parents[2]
+PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61816, primary_stomp=61813, dr_openwire=62816, dr_stomp=62813, aws=5215)
+)
+QUEUE = "CARTS"
+FAST = RelaySettings(batch_size=500, flush_interval_s=0.05, stall_timeout_s=5)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
+    world = LocalWorld(load_topology(ROOT / "examples" / "active-active.yaml"), tmp_path_factory.mktemp("aa"), PORTS)
+    world.up(timeout_s=90, log=lambda _msg: None)
+    try:
+        yield world
+    finally:
+        world.destroy()
+
+
+@pytest.fixture
+def topology(pair: LocalWorld) -> Topology:
+    return pair.topology
+
+
+@pytest.fixture
+def east(pair: LocalWorld) -> Iterator[StompConnector]:
+    """The primary broker; every test leaves both brokers' queues empty."""
+    connector = StompConnector(pair.topology.primary.stomp)
+    yield connector
+    _empty(pair)
+
+
+@pytest.fixture
+def west(pair: LocalWorld) -> StompConnector:
+    return StompConnector(pair.topology.dr.stomp)
+
+
+def _empty(world: LocalWorld) -> None:
+    for broker in world.topology.brokers:
+        connector = StompConnector(broker.stomp)
+        for queue in world.topology.queues:
+            drain(connector, queue.name)
+            for copy_queue in world.topology.copy_names(queue):
+                drain(connector, copy_queue)
+        drain(connector, "BROKERSYNC.CONSUMED")
+
+
+def _messages(count: int, origin: str) -> list[tuple[str, dict[str, str]]]:
+    return [(f"{origin} {i}", {"correlation-id": str(ULID()), "origin": origin}) for i in range(count)]
+
+
+def _settled(topology: Topology, timeout_s: float = 30) -> None:
+    """Wait until neither broker holds a copy still to be bridged."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        waiting = 0
+        for broker in topology.brokers:
+            outflow = topology.copy_name(QUEUE, topology.peer(broker))
+            stats = StatisticsClient(StompConnector(broker.stomp)).queue_stats([outflow])
+            waiting += stats[outflow].size if outflow in stats else 0
+        if waiting == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError("copies were still waiting in an outflow")
+
+
+def _ids(connector: StompConnector, queue: str = QUEUE) -> list[str]:
+    return [frame.headers["message-id"] for frame in browse(connector, queue)]
+
+
+def test_a_message_produced_on_either_broker_arrives_on_the_other_unchanged(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    key_east, key_west = str(ULID()), str(ULID())
+    produce(east, QUEUE, [('{"cart": 1}', {"correlation-id": key_east, "tenant": "acme"})])
+    produce(west, QUEUE, [('{"cart": 2}', {"correlation-id": key_west, "tenant": "globex"})])
+    _settled(topology)
+
+    on_east = {f.headers["correlation-id"]: f for f in browse(east, QUEUE)}
+    on_west = {f.headers["correlation-id"]: f for f in browse(west, QUEUE)}
+
+    assert set(on_east) == set(on_west) == {key_east, key_west}
+    for key in (key_east, key_west):
+        original, copy = (on_east[key], on_west[key]) if key == key_east else (on_west[key], on_east[key])
+        assert copy.headers["message-id"] == original.headers["message-id"]
+        assert copy.headers["timestamp"] == original.headers["timestamp"]
+        assert copy.headers["tenant"] == original.headers["tenant"]
+        assert copy.body == original.body
+
+
+def test_a_burst_from_both_sides_leaves_each_message_once_on_each_broker(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    produce(east, QUEUE, _messages(150, "east"))
+    produce(west, QUEUE, _messages(150, "west"))
+    _settled(topology)
+    time.sleep(1.0)  # a copy bounced back would arrive after the outflows drained
+
+    ids_east, ids_west = _ids(east), _ids(west)
+
+    assert len(ids_east) == len(set(ids_east)) == 300
+    assert sorted(ids_east) == sorted(ids_west)
+
+
+def test_no_copy_is_forwarded_back_towards_its_origin(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    """Each inflow received exactly the peer's messages, and each outflow carried only its own broker's."""
+    produce(east, QUEUE, _messages(50, "east"))
+    produce(west, QUEUE, _messages(70, "west"))
+    _settled(topology)
+    names = topology.copy_names(QUEUE)
+
+    east_stats = StatisticsClient(east).queue_stats([QUEUE, *names])
+    west_stats = StatisticsClient(west).queue_stats([QUEUE, *names])
+
+    to_east, to_west = topology.copy_name(QUEUE, topology.primary), topology.copy_name(QUEUE, topology.dr)
+    assert east_stats[QUEUE].size == west_stats[QUEUE].size == 120
+    assert all(east_stats[name].size == 0 and west_stats[name].size == 0 for name in names if name in east_stats)
+    assert to_east not in east_stats or east_stats[to_east].size == 0
+    assert west_stats[to_east].enqueue_count - west_stats[to_east].dequeue_count == 0
+    assert east_stats[to_west].size == 0
+
+
+def test_the_sync_queue_beside_it_still_copies_one_way(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    produce(west, "ORDERS", _messages(5, "west"))
+    time.sleep(1.5)
+
+    assert receive(east, "ORDERS", 5, timeout_s=0.5) == []
+    assert len(receive(west, "ORDERS", 5)) == 5
+
+
+def test_a_message_produced_on_dr_and_consumed_on_the_primary_leaves_dr(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    """Consumption removes the other copy whichever broker the message was produced on; the rest stays unredelivered."""
+    produce(west, QUEUE, _messages(40, "west"))
+    produce(east, QUEUE, _messages(40, "east"))
+    _settled(topology)
+    consumed = {f.headers["message-id"] for f in receive(east, QUEUE, 50)}
+    ledger = memory_ledger()
+    relay = AdvisoryRelay(east, LedgerWriter(ledger), topology, settings=FAST)
+    for _ in range(20):
+        if relay.run(max_seconds=1.0).captured == 0:
+            break
+    purge = PurgeService(ledger, SelectorRemover(west), topology, settings=PurgeSettings(retry_not_found_s=0))
+    deadline = time.monotonic() + 30
+    while ledger.pending(QUEUE) and time.monotonic() < deadline:
+        purge.purge_queue(QUEUE)
+
+    left = browse(west, QUEUE)
+    assert len(consumed) == 50
+    assert {f.headers["message-id"] for f in left} == set(_ids(east))
+    assert len(left) == 30
+    assert [f for f in left if f.headers.get("redelivered", "false") != "false"] == []
