@@ -88,6 +88,7 @@ def _cmd_drill(args: argparse.Namespace) -> int:
         report=Path(args.report) if args.report else None,
         seed=args.seed,
         keep=args.keep,
+        queue=args.queue,
     )
     stop_on_interrupt()
     # stomp.py logs every refused connect to a broker a drill killed or partitioned; the JSON says what happened.
@@ -138,6 +139,12 @@ def _add_demo_and_drill(sub: Any) -> None:
     drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
     drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")
     drill.add_argument("--topology", default="topology.yaml")
+    drill.add_argument(
+        "--queue",
+        default=None,
+        help="the queue the applications use (default: the first sync queue); an active-active queue "
+        "also gets a producer on the DR broker, at the same rate",
+    )
     drill.add_argument("--state-dir", default=".brokersync/drill")
     drill.add_argument("--keep", action="store_true", help="leave the drill's pair running afterwards")
     drill.set_defaults(func=_cmd_drill)

@@ -16,6 +16,11 @@ the brokers hold:
   DR broker at the kill (browsed the moment after it);
 * ``rto_s``: from the kill (or the moment applications were stopped, for a switchover) to
   the state machine's success, when applications can use the new primary.
+
+On an active-active queue (``--queue`` naming one) a second producer, the DR region's front
+end, writes to the DR broker throughout at the same rate as the first: the queue is produced
+to in both regions and consumed on the primary. The counts are then also split by the broker
+each message was produced on (``by_origin``).
 """
 
 from __future__ import annotations
@@ -86,6 +91,8 @@ class DrillSettings:
     #: Load on the new primary after the switch even when the switch overran ``duration``: a
     #: drill whose applications never used the new primary has not shown that it works.
     min_after_switch_s: float = 5.0
+    #: The queue the applications use (default: the first sync queue keyed by correlation id).
+    queue: str | None = None
 
 
 @dataclass
@@ -109,7 +116,9 @@ class Drill:
         self.out = out
         self.world = LocalWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
         self.topology: Topology = self.world.topology
-        self.queue = next(q for q in self.topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
+        self.queue = drill_queue(self.topology, settings.queue)
+        #: The DR region's producer on an active-active queue (None for a one-way queue).
+        self.front_end: Producer | None = None
         self.connectors = {b.name: StompConnector(b.stomp) for b in self.topology.brokers}
         self.log = TrafficLog()
         self.timeline = Timeline(echo=out)
@@ -277,6 +286,11 @@ class Drill:
         for client in (producer, consumer):
             client.move_to(broker, self.connectors[broker])
             client.start()
+        if self.topology.queue(self.queue).copies_both_ways:
+            dr = self.topology.dr.name
+            self.front_end = Producer(self.queue, self.log, self.settings.rate, name=f"drill-producer-{dr}")
+            self.front_end.move_to(dr, self.connectors[dr])
+            self.front_end.start()
         self.timeline = Timeline(echo=self.out)
         self.applications = (producer, consumer)
         return producer, consumer
@@ -307,12 +321,16 @@ class Drill:
         time.sleep(max(settings.min_after_switch_s, remaining))
         self._after_switch()
         producer.pause()
+        if self.front_end is not None:
+            self.front_end.pause()
         self.timeline.mark("producer stopped")
         self.phase = f"draining {new}, then counting"
         self._drain(consumer, new)
         self.timeline.mark("consumer drained the new primary")
         producer.stop()
         consumer.stop()
+        if self.front_end is not None:
+            self.front_end.stop()
         return self._outcome(old, new)
 
     def _after_switch(self) -> None:
@@ -338,6 +356,8 @@ class Drill:
         old, new = self.topology.primary.name, self.topology.dr.name
         producer.pause()
         consumer.pause()
+        if self.front_end is not None:  # a planned switch stops every producer of the queue
+            self.front_end.pause()
         quiesced = self.timeline.mark("applications stopped on the old primary")
         outflow = StatisticsClient(self.connectors[old]).queue_stats([self.topology.dr_name(self.queue)])
         self.facts["in_bridge_at_kill"] = sum(s.size for s in outflow.values())
@@ -345,6 +365,8 @@ class Drill:
         self.facts["pending_purge_at_kill"] = len(self.log.consumed_on(old) & on_dr)
         self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "SWITCHOVER"})
         self.facts["rto_s"] = round(self.timeline.mark("switchover succeeded") - quiesced, 3)
+        if self.front_end is not None:
+            self.front_end.move_to(new, self.connectors[new])
 
     def _failover(self) -> None:
         old, new = self.topology.primary.name, self.topology.dr.name
@@ -434,6 +456,19 @@ class Drill:
         }
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
+        result["queue"] = self.queue
+        if self.front_end is not None:
+            with self.log.lock:
+                origin = dict(self.log.sent_to)
+            result["by_origin"] = {
+                broker: {
+                    "produced": sum(1 for k in produced if origin.get(k) == broker),
+                    "lost": sum(1 for k in lost if origin.get(k) == broker),
+                    "duplicates": sum(1 for k in duplicates if origin.get(k) == broker),
+                    "consumed_primary": sum(1 for k, b in consumed.items() if old in b and origin.get(k) == broker),
+                }
+                for broker in (old, new)
+            }
         if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
             result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
             result["pending_purge_after"] = pending_after
@@ -441,6 +476,26 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         return result
+
+
+def drill_queue(topology: Topology, name: str | None) -> str:
+    """The queue a drill's applications use: ``name``, or the first sync queue keyed by correlation id.
+
+    The drill counts messages by the ULID correlation ids its producers stamp, and loss and
+    duplicates only mean something on a queue whose consumption is removed from the other broker.
+    """
+    if name is None:
+        return next(q for q in topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
+    try:
+        queue = topology.queue(name)
+    except KeyError:
+        raise LocalWorldError(f"--queue {name}: not a queue of the topology") from None
+    if not queue.captures_consumed or queue.sync_key != "correlation-id":
+        raise LocalWorldError(
+            f"--queue {name}: a drill needs a sync or active-active queue keyed by correlation-id "
+            f"(this one is {queue.mode}, keyed by {queue.sync_key})"
+        )
+    return name
 
 
 def stop_on_interrupt() -> None:

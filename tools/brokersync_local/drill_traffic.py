@@ -28,6 +28,8 @@ class TrafficLog:
 
     sent: dict[str, float] = field(default_factory=dict)
     confirmed: dict[str, float] = field(default_factory=dict)
+    #: key -> the broker it was sent to (an active-active queue is produced to on both).
+    sent_to: dict[str, str] = field(default_factory=dict)
     #: key -> [(broker name, time)], one entry per consumption (two mean a duplicate).
     consumed: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -120,14 +122,14 @@ class _Client:
 
 
 class Producer(_Client):
-    def __init__(self, queue: str, log: TrafficLog, rate: float) -> None:
-        super().__init__("drill-producer", queue, log)
+    def __init__(self, queue: str, log: TrafficLog, rate: float, name: str = "drill-producer") -> None:
+        super().__init__(name, queue, log)
         self.rate = rate
 
     def _serve(self, broker: str, connector: StompConnector) -> None:
         target = self._target
         listener = _Listener(self.log)
-        connection = connector.connect(listener, name="drill-producer")
+        connection = connector.connect(listener, name=self.name)
         try:
             started, sent = time.monotonic(), 0
             while target is not None and self._bound(target) and listener.connected:
@@ -136,6 +138,7 @@ class Producer(_Client):
                     key = str(ULID())
                     with self.log.lock:
                         self.log.sent[key] = time.time()
+                        self.log.sent_to[key] = broker
                     connection.send(
                         f"/queue/{self.queue}",
                         f"drill message {key}",

@@ -1,0 +1,75 @@
+"""Drills on an active-active queue: produced to in both regions, consumed on the primary.
+
+The pair runs ``examples/active-active.yaml``; the drill's applications use ``CARTS`` and a
+second producer writes to the DR broker throughout, as a front end in the DR region would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokersync.topology import load_topology
+from brokersync_local.drill import drill_queue
+from brokersync_local.errors import LocalWorldError
+from brokersync_local.world import WorldPorts
+from tests.e2e.drilling import drill
+from tests.ports import shifted_ports
+
+pytestmark = pytest.mark.broker
+ROOT = Path(__file__).resolve().parents[2]
+TOPOLOGY = ROOT / "examples" / "active-active.yaml"
+PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61826, primary_stomp=61823, dr_openwire=62826, dr_stomp=62823, aws=5225)
+)
+
+
+def _drill(mode: str, tmp_path: Path) -> dict[str, Any]:
+    return drill(mode, TOPOLOGY, tmp_path, PORTS, queue="CARTS")
+
+
+def test_a_switchover_of_an_active_active_queue_loses_and_duplicates_nothing_from_either_region(
+    tmp_path: Path,
+) -> None:
+    outcome = _drill("switchover", tmp_path)
+    origins = outcome["by_origin"]
+
+    assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
+    assert all(origin["produced"] > 0 for origin in origins.values())
+    assert all(origin["consumed_primary"] > 0 for origin in origins.values())
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
+
+
+def test_a_failover_of_an_active_active_queue_loses_nothing_beyond_the_bridge_and_bounds_duplicates(
+    tmp_path: Path,
+) -> None:
+    outcome = _drill("failover", tmp_path)
+
+    assert outcome["lost_not_in_bridge"] == 0
+    assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
+    assert sum(o["produced"] for o in outcome["by_origin"].values()) == outcome["produced"]
+    assert "by_origin" in Path(outcome["report"]).read_text()
+
+
+def test_a_drill_refuses_a_queue_whose_consumption_is_not_removed() -> None:
+    with pytest.raises(LocalWorldError, match="AUDIT"):
+        drill_queue(load_topology(TOPOLOGY), "AUDIT")
+
+
+REGION_PORTS = shifted_ports(
+    WorldPorts(primary_openwire=61846, primary_stomp=61843, dr_openwire=62846, dr_stomp=62843, aws=5245)
+)
+
+
+def test_the_primarys_region_lost_with_producers_in_both_regions_loses_nothing_beyond_the_bridge(
+    tmp_path: Path,
+) -> None:
+    """Two regions: the DR region's producer keeps writing while the primary's region is partitioned away."""
+    outcome = drill("region-loss", TOPOLOGY, tmp_path, REGION_PORTS, queue="CARTS", duration=24, kill_at=14)
+
+    assert outcome["lost_not_in_bridge"] == 0
+    assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
+    assert outcome["already_consumed_on_old_primary"] == 0
+    assert outcome["by_origin"][load_topology(TOPOLOGY).dr.name]["lost"] == 0  # produced on the survivor
