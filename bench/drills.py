@@ -31,9 +31,10 @@ from brokersync_local.drill import DrillSettings, run_drill
 ROOT = Path(__file__).resolve().parents[1]
 TOPOLOGY = ROOT / "topology.yaml"
 SINGLE_REGION = ROOT / "examples" / "single-region-pair.yaml"
+ACTIVE_ACTIVE = ROOT / "examples" / "active-active.yaml"
 
-#: name: (mode, topology, rate msg/s, duration s, kill at s or None for the mode's default)
-DRILLS: dict[str, tuple[str, Path, float, float, float | None]] = {
+#: name: (mode, topology, rate msg/s, duration s, kill at s or None for the mode's default[, queue])
+DRILLS: dict[str, tuple[Any, ...]] = {
     "switchover": ("switchover", TOPOLOGY, 300, 16, None),
     "failover": ("failover", TOPOLOGY, 300, 30, 20),
     # The duplicate window at 1,000 msg/s: goal at most one second of traffic (1,000) duplicated.
@@ -44,12 +45,17 @@ DRILLS: dict[str, tuple[str, Path, float, float, float | None]] = {
     "round-trips": ("round-trips", TOPOLOGY, 200, 40, None),
     "new-dr-region": ("new-dr-region", TOPOLOGY, 150, 24, 10),
     "single-region-failover": ("failover", SINGLE_REGION, 300, 30, 20),
+    # Produced to in both regions (a producer on each broker at the rate), consumed on the primary.
+    "active-active-switchover": ("switchover", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
+    "active-active-failover": ("failover", ACTIVE_ACTIVE, 200, 30, 15, "CARTS"),
+    "active-active-region-loss": ("region-loss", ACTIVE_ACTIVE, 200, 30, 15, "CARTS"),
 }
 
 
 def run_one(name: str, seed: int) -> dict[str, Any]:
     """One drill on a fresh pair in a state directory of its own; its outcome with the command that repeats it."""
-    mode, topology, rate, duration, kill_at = DRILLS[name]
+    mode, topology, rate, duration, kill_at, *rest = DRILLS[name]
+    queue = rest[0] if rest else None
     state = Path(tempfile.mkdtemp(prefix=f"bench-drill-{name}-"))
     try:
         outcome = run_drill(
@@ -61,6 +67,7 @@ def run_one(name: str, seed: int) -> dict[str, Any]:
                 duration=duration,
                 kill_at=kill_at,
                 seed=seed,
+                queue=queue,
             ),
             out=lambda line: print(f"  {name}: {line}", file=sys.stderr, flush=True),
         )
@@ -70,7 +77,7 @@ def run_one(name: str, seed: int) -> dict[str, Any]:
     shown = topology.relative_to(ROOT)
     outcome["command"] = (
         f".venv/bin/brokersync drill --mode {mode} --rate {rate:g} --duration {duration:g}{kill} "
-        f"--seed {seed} --topology {shown}"
+        f"--seed {seed} --topology {shown}" + (f" --queue {queue}" if queue else "")
     )
     return outcome
 
