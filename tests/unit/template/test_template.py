@@ -334,3 +334,13 @@ def test_the_dr_queue_memory_alarm_fires_below_where_activemq_stops_paging_and_i
     assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < health.CURSOR_HIGH_WATER_PERCENT == 70
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_the_return_backlog_alarm_watches_the_probes_figure_and_is_silent_for_pairs_without_active_active_queues(
+    template: dict[str, Any],
+) -> None:
+    properties = template["Resources"]["ReturnBacklogAlarm"]["Properties"]
+
+    assert properties["MetricName"] == health.RETURN_BACKLOG_TOTAL
+    assert properties["Threshold"] == {"Ref": "CopyBacklogAlarmThreshold"}
+    assert properties["TreatMissingData"] == "notBreaching"
