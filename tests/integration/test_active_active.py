@@ -17,15 +17,12 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
-from brokersync.capture.relay import AdvisoryRelay, RelaySettings
-from brokersync.capture.writer import LedgerWriter
 from brokersync.ledger import memory_ledger
-from brokersync.purge.remover import SelectorRemover
-from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import drain, produce, receive
+from tests.integration.sync_helpers import capture_and_purge
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -34,7 +31,6 @@ PORTS = shifted_ports(
     WorldPorts(primary_openwire=61816, primary_stomp=61813, dr_openwire=62816, dr_stomp=62813, aws=5215)
 )
 QUEUE = "CARTS"
-FAST = RelaySettings(batch_size=500, flush_interval_s=0.05, stall_timeout_s=5)
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +62,12 @@ def west(pair: LocalWorld) -> StompConnector:
 
 
 def _empty(world: LocalWorld) -> None:
+    """Drain what these tests use on both brokers: the two queues, CARTS's copy queues, the advisories."""
+    used = [QUEUE, "ORDERS", *world.topology.copy_names(QUEUE), "BROKERSYNC.CONSUMED"]
     for broker in world.topology.brokers:
         connector = StompConnector(broker.stomp)
-        for queue in world.topology.queues:
-            drain(connector, queue.name)
-            for copy_queue in world.topology.copy_names(queue):
-                drain(connector, copy_queue)
-        drain(connector, "BROKERSYNC.CONSUMED")
+        for name in used:
+            drain(connector, name)
 
 
 def _messages(count: int, origin: str) -> list[tuple[str, dict[str, str]]]:
@@ -170,15 +165,8 @@ def test_a_message_produced_on_dr_and_consumed_on_the_primary_leaves_dr(
     produce(east, QUEUE, _messages(40, "east"))
     _settled(topology)
     consumed = {f.headers["message-id"] for f in receive(east, QUEUE, 50)}
-    ledger = memory_ledger()
-    relay = AdvisoryRelay(east, LedgerWriter(ledger), topology, settings=FAST)
-    for _ in range(20):
-        if relay.run(max_seconds=1.0).captured == 0:
-            break
-    purge = PurgeService(ledger, SelectorRemover(west), topology, settings=PurgeSettings(retry_not_found_s=0))
-    deadline = time.monotonic() + 30
-    while ledger.pending(QUEUE) and time.monotonic() < deadline:
-        purge.purge_queue(QUEUE)
+
+    capture_and_purge(topology, east, west, memory_ledger(), QUEUE)
 
     left = browse(west, QUEUE)
     assert len(consumed) == 50

@@ -14,9 +14,9 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
-from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.relay import AdvisoryRelay
 from brokersync.capture.writer import LedgerWriter
-from brokersync.ledger import Ledger, memory_ledger
+from brokersync.ledger import memory_ledger
 from brokersync.purge import remover as remover_module
 from brokersync.purge.remover import PurgeInvariantError, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
@@ -24,9 +24,9 @@ from brokersync.topology import Topology
 from brokersync_local.browsing import browse
 from tests.integration.stomp_helpers import produce as produce_messages
 from tests.integration.stomp_helpers import receive
+from tests.integration.sync_helpers import FAST, capture_and_purge
 
 pytestmark = pytest.mark.broker
-FAST = RelaySettings(batch_size=500, flush_interval_s=0.05, stall_timeout_s=5)
 
 
 def produce(connector: StompConnector, queue: str, correlation_ids: list[str]) -> None:
@@ -50,22 +50,6 @@ def copies_settled(primary: StompConnector, topology: Topology, queue: str = "OR
         return backlog is None or backlog.size == 0
 
     wait_for(drained, what="the copy backlog to drain")
-
-
-def capture_and_purge(
-    topology: Topology, primary: StompConnector, dr: StompConnector, ledger: Ledger, queue: str = "ORDERS"
-) -> PurgeService:
-    """Relay every advisory, then purge until nothing is pending any more."""
-    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=FAST)
-    for _ in range(30):
-        if relay.run(max_seconds=1.0).captured == 0:
-            break
-    purge = PurgeService(ledger, SelectorRemover(dr), topology, settings=PurgeSettings(retry_not_found_s=0))
-    deadline = time.monotonic() + 30
-    while ledger.pending(queue) and time.monotonic() < deadline:
-        purge.purge_queue(queue)
-    assert ledger.pending(queue) == [], "consumed messages stayed pending"
-    return purge
 
 
 def dr_state(dr: StompConnector, queue: str = "ORDERS") -> tuple[set[str], set[str]]:
