@@ -133,3 +133,12 @@ def test_a_dr_broker_that_cannot_be_read_is_said_once_not_once_per_figure(topolo
     _reader(topology)._judge_health(status)
 
     assert len(status.warnings) == 1 and status.warnings[0].startswith("the DR broker orders-usw2 cannot be read")
+
+
+def test_messages_produced_on_dr_to_an_active_active_queue_are_shown_until_they_reach_the_primary(
+    topology: Topology,
+) -> None:
+    queues = {"ORDERS": {"copy_backlog": 0}, "CARTS": {"copy_backlog": 0, "return_backlog": 1234}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, {"queues": queues}, [], [])
+
+    assert "produced on DR, not yet copied to the primary (active-active): CARTS 1,234" in format_status(status)

@@ -331,6 +331,10 @@ def format_status(status: PairStatus) -> str:
                 _num(depths.get(name)),
             )
             lines.append("  {:<16}{:>14}{:>13}{:>15}{:>12}{:>10}".format(*row))
+        returning = {n: q["return_backlog"] for n, q in queues.items() if q.get("return_backlog") is not None}
+        if returning:
+            counts = ", ".join(f"{name} {_num(count)}" for name, count in returning.items())
+            lines.append(f"produced on DR, not yet copied to the primary (active-active): {counts}")
     return "\n".join(lines)
 
 

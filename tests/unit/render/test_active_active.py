@@ -149,3 +149,19 @@ def test_a_crdr_pair_cannot_copy_both_ways(topology: Topology) -> None:
 
     with pytest.raises(TopologyError, match="one way"):
         parse_topology(data)
+
+
+@pytest.mark.parametrize("role", ["primary", "dr"])
+@pytest.mark.parametrize(("before", "after"), [("sync", "active-active"), ("active-active", "sync")])
+def test_changing_a_queues_mode_leaves_none_of_the_old_copy_path_behind(
+    topology: Topology, role: str, before: str, after: str
+) -> None:
+    def with_mode(mode: str) -> Topology:
+        queues = [q.model_copy(update={"mode": mode}) if q.name == QUEUE else q for q in topology.queues]
+        return topology.model_copy(update={"queues": queues})
+
+    over_old = _doc(render_configuration(with_mode(after), role, base=render_configuration(with_mode(before), role)))
+    fresh = _doc(render_configuration(with_mode(after), role))
+
+    for path in ("//c:compositeQueue/@name", "//c:compositeQueue//@queue", "//c:networkConnector//@physicalName"):
+        assert _xpath(over_old, path) == _xpath(fresh, path)
