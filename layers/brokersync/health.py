@@ -145,33 +145,30 @@ class HealthProbe:
         self._duplicate_window(now, report)
         self._stale_primary(now, report)
         self._purge_loop(now, report)
-        self._dr_memory(now, report)
-        self._return_backlog(now, report)
+        self._dr_queues(now, report)
         return report
 
-    def _return_backlog(self, topology: Topology, report: HealthReport) -> None:
-        outflows = {topology.copy_name(q, topology.primary): q.name for q in topology.queues if q.copies_both_ways}
-        if not outflows:
-            return
-        try:
-            stats = self.statistics(topology.dr).queue_stats(list(outflows))
-        except BrokerSyncError as e:
-            report.unmeasured["returnBacklog"] = f"DR {topology.dr.name}: {e}"
-            return
-        for outflow, name in outflows.items():
-            report.queues[name].return_backlog = stats[outflow].size if outflow in stats else 0
+    def _dr_queues(self, topology: Topology, report: HealthReport) -> None:
+        """From one read of the DR broker's counters: each synced queue's memory, and what waits to return.
 
-    def _dr_memory(self, topology: Topology, report: HealthReport) -> None:
+        The memory is the purge's reach (see DR_QUEUE_MEMORY_PERCENT); the return backlog is what
+        was produced on DR to an active-active queue and not yet copied to the primary.
+        """
         synced = [q.name for q in topology.queues if q.captures_consumed]
-        if not synced:
+        returning = {topology.copy_name(q, topology.primary): q.name for q in topology.queues if q.copies_both_ways}
+        if not synced and not returning:
             return
         try:
-            stats = self.statistics(topology.dr).queue_stats(synced)
+            stats = self.statistics(topology.dr).queue_stats([*synced, *returning])
         except BrokerSyncError as e:
-            report.unmeasured["drMemory"] = f"DR {topology.dr.name}: {e}"
+            for key, wanted in (("drMemory", synced), ("returnBacklog", returning)):
+                if wanted:
+                    report.unmeasured[key] = f"DR {topology.dr.name}: {e}"
             return
         for name in synced:
             report.queues[name].dr_memory_percent = stats[name].memory_percent if name in stats else 0
+        for outflow, name in returning.items():
+            report.queues[name].return_backlog = stats[outflow].size if outflow in stats else 0
 
     def _purge_loop(self, topology: Topology, report: HealthReport) -> None:
         if self.purge_loop_running is None or "dr" not in roles_here(topology, self.region):

@@ -80,12 +80,19 @@ def _merge_destinations(destinations: etree._Element, names: list[str]) -> None:
             present.add(name)
 
 
-def _forward_targets(composite: etree._Element) -> list[tuple[str | None, str | None]]:
-    """``(kind, name)`` of each forward; a filtered forward is ``("filteredDestination", its queue)``."""
+def _forwards(composite: etree._Element) -> list[etree._Element]:
+    """The composite's forward elements (comments and the like left out)."""
     forward_to = composite.find(core("forwardTo"))
-    if forward_to is None:
-        return []
-    return [(local_name(t), t.get("physicalName") or t.get("queue")) for t in forward_to if local_name(t)]
+    return [] if forward_to is None else [t for t in forward_to if local_name(t)]
+
+
+def _target(forward: etree._Element) -> tuple[str | None, str | None]:
+    """``(kind, name)`` of one forward; a filtered forward is ``("filteredDestination", its queue)``."""
+    return local_name(forward), forward.get("physicalName") or forward.get("queue")
+
+
+def _forward_targets(composite: etree._Element) -> list[tuple[str | None, str | None]]:
+    return [_target(t) for t in _forwards(composite)]
 
 
 def _is_ours(composite: etree._Element, topology: Topology) -> bool:
@@ -137,8 +144,8 @@ def _extend_customer_composite(existing: etree._Element, ours: etree._Element) -
         forward_to = element("forwardTo")
         existing.append(forward_to)
     present = set(_forward_targets(existing))
-    for forward in ours.find(core("forwardTo")) if ours.find(core("forwardTo")) is not None else []:
-        kind, target = local_name(forward), forward.get("physicalName") or forward.get("queue")
+    for forward in _forwards(ours):
+        kind, target = _target(forward)
         if (kind, target) not in present and kind and target:
             forward_to.append(copy.deepcopy(forward))
 

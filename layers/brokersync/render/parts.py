@@ -102,7 +102,7 @@ def _both_ways(topology: Topology, me: Broker, parts: RoleParts) -> None:
     peer = topology.peer(me)
     for queue in (q for q in topology.queues if q.copies_both_ways):
         outflow, inflow = topology.copy_name(queue, peer), topology.copy_name(queue, me)
-        parts.destinations += [queue.name, outflow]
+        parts.destinations.append(outflow)  # Q itself: each role's own loop
         parts.composites.append(_forward_produced_here(queue.name, outflow))
         parts.composites.append(_forward(inflow, True, [("queue", queue.name)]))
 
