@@ -31,9 +31,10 @@ from brokersync.config import (
 )
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
-from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.purge.service import PurgeReport, PurgeService, PurgeSettings
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
+from brokersync.sides import Duty, run_each
 from brokersync.topology import Topology
 
 logger = Logger()
@@ -41,13 +42,14 @@ metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
 LEDGER = ledger_from_env()
-#: The purge acts only while this region's broker plays DR and sync runs (the role record).
-GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env())
+#: The purge acts only while this region's broker purges some queue and sync runs (the role
+#: record): the DR broker, and the primary for active-active queues consumed on DR (brokersync.sides).
+GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env(), per_queue=True)
 MAX_SECONDS = float(os.environ.get(ENV_PURGE_MAX_SECONDS, DEFAULT_PURGE_MAX_SECONDS))
 _MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
 SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
-#: Kept across the warm environment's invocations, so that sweeps keep their pace.
-LATE_COPIES = LateCopySweep()
+#: Kept across the warm environment's invocations (one per broker purged), so that sweeps keep their pace.
+LATE_COPIES: dict[str, LateCopySweep] = {}
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
 #: Seconds before the invocation's end by which a purge round stops starting selector groups.
 HARD_MARGIN_S = 8.0
@@ -90,33 +92,39 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "endLoop": standing.sync_running,
             "epoch": standing.epoch,
         }
-    topology = standing.topology  # after a failover the DR broker is the old primary
-    dr = broker_connector(topology.dr)
-    service = PurgeService(
-        LEDGER,
-        SelectorRemover(dr),
-        topology,
-        settings=SETTINGS,
-        metrics=metrics,
-        dr_statistics=StatisticsClient(dr),
-        primary_statistics=_primary_statistics(topology),
-        late_copies=LATE_COPIES,
-    )
     remaining_s = context.get_remaining_time_in_millis() / 1000
     budget = min(MAX_SECONDS, remaining_s - 10)
     # A round started near the budget's end still has to finish inside the invocation: the
     # remover starts no selector group past this, and a receipt wait ends 5 s after it at most.
     hard_deadline = time.monotonic() + remaining_s - HARD_MARGIN_S
-    with GATE.watch(standing) as record_moved:
-        report = service.run(
-            max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved
+
+    def purge_on(duty: Duty) -> PurgeReport:
+        topology = duty.view  # after a failover the DR broker is the old primary
+        broker = broker_connector(duty.broker)
+        service = PurgeService(
+            LEDGER,
+            SelectorRemover(broker),
+            topology,
+            settings=SETTINGS,
+            metrics=metrics,
+            dr_statistics=StatisticsClient(broker),
+            primary_statistics=_primary_statistics(topology),
+            late_copies=LATE_COPIES.setdefault(duty.broker.name, LateCopySweep()),
         )
+        with GATE.watch(standing) as record_moved:
+            return service.run(
+                max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved
+            )
+
+    reports = run_each(standing.duties, purge_on)
+    pending = sum(r.pending for r in reports)
     return {
-        "purged": report.purged,
-        "missing": report.missing,
-        "pending": report.pending,
-        "rounds": report.rounds,
-        "idle": report.pending == 0,
+        "purged": sum(r.purged for r in reports),
+        "missing": sum(r.missing for r in reports),
+        "pending": pending,
+        "rounds": max(r.rounds for r in reports),
+        "idle": pending == 0,
         "iteration": iteration,
+        "brokers": [d.broker.name for d in standing.duties],
         "epoch": standing.epoch,
     }

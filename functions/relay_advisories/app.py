@@ -1,5 +1,9 @@
 """Scheduled relay: drain BROKERSYNC.CONSUMED on the primary into the ledger, then audit.
 
+Where active-active queues exist the DR broker's BROKERSYNC.CONSUMED is drained too, one
+thread per broker (brokersync.sides): it holds the consumption of the queues consumed there,
+and the advisories of the purge's own removals, which are counted and dropped.
+
 Each invocation relays for BROKERSYNC_RELAY_MAX_SECONDS (below the function timeout), acks
 only what the ledger holds, and compares the primary's dequeue counters with what was
 captured so advisories lost in a broker restart are reported.
@@ -9,26 +13,29 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.broker.statistics import StatisticsClient
-from brokersync.capture.audit import CaptureAudit
-from brokersync.capture.relay import AdvisoryRelay
+from brokersync.capture.audit import AuditFinding, CaptureAudit
+from brokersync.capture.relay import AdvisoryRelay, RelayReport
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, runtime_topology
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
+from brokersync.sides import Duty, run_each
 
 logger = Logger()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
 LEDGER = ledger_from_env()
-#: The relay acts only while this region's broker plays primary and sync runs (the role record).
-GATE = RoleGate(role_store(), TOPOLOGY, "primary", role_region_from_env())
+#: The relay acts only while this region's broker captures some queue and sync runs (the role
+#: record): the primary, and the DR broker too where active-active queues exist (brokersync.sides).
+GATE = RoleGate(role_store(), TOPOLOGY, "primary", role_region_from_env(), per_queue=True)
 MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS))
 
 
@@ -43,20 +50,35 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if not standing.acting:
         logger.info("relay on standby", reason=standing.reason, epoch=standing.epoch)
         return {"captured": 0, "standby": standing.reason, "epoch": standing.epoch}
-    topology = standing.topology  # after a failover the primary is the old DR broker
-    primary = broker_connector(topology.primary)
-    statistics = StatisticsClient(primary)
-    audit = CaptureAudit(LEDGER.backend, statistics, topology, metrics=metrics)  # type: ignore[arg-type]
-    relay = AdvisoryRelay(primary, LedgerWriter(LEDGER), topology, statistics=statistics, audit=audit, metrics=metrics)
-    with GATE.watch(standing) as record_moved:
-        report = relay.run(max_seconds=max(0.0, budget - (time.monotonic() - started)), stop=record_moved)
-    findings = audit.check()
+    remaining = max(0.0, budget - (time.monotonic() - started))
+
+    def relay_on(duty: Duty) -> tuple[RelayReport, list[AuditFinding]]:
+        broker = broker_connector(duty.broker)  # after a failover the primary is the old DR broker
+        statistics = StatisticsClient(broker)
+        audit = CaptureAudit(LEDGER.backend, statistics, duty.view, metrics=metrics)  # type: ignore[arg-type]
+        relay = AdvisoryRelay(
+            broker,
+            LedgerWriter(LEDGER),
+            duty.whole,
+            statistics=statistics,
+            audit=audit,
+            metrics=metrics,
+            passive=duty.passive,
+        )
+        with GATE.watch(standing) as record_moved:
+            report = relay.run(max_seconds=remaining, stop=record_moved)
+        return report, audit.check()
+
+    results = run_each(standing.duties, relay_on)
+    reports = [report for report, _ in results]
     return {
-        "captured": report.captured,
-        "parked": dict(report.parked),
-        "batches": report.batches,
-        "writeUnits": report.write_units,
-        "reconnects": report.reconnects,
-        "lostAdvisories": sum(f.missing for f in findings if f.final),
+        "captured": sum(r.captured for r in reports),
+        "parked": dict(sum((r.parked for r in reports), Counter())),
+        "batches": sum(r.batches for r in reports),
+        "writeUnits": sum(r.write_units for r in reports),
+        "reconnects": sum(r.reconnects for r in reports),
+        "passiveDrained": sum(r.passive for r in reports),
+        "lostAdvisories": sum(f.missing for _, findings in results for f in findings if f.final),
+        "brokers": [d.broker.name for d in standing.duties],
         "epoch": standing.epoch,
     }

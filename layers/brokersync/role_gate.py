@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.control_plane import broker_id
-from brokersync.roles import RoleStore, apply_roles, roles_here
+from brokersync.roles import RoleAssignment, RoleStore, apply_roles, roles_here
+from brokersync.sides import Duty, capture_duties, in_region, purge_duties
 from brokersync.topology import Role, Topology
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,10 @@ class Standing:
     #: Why not, for the log and the function's result ("" when acting).
     reason: str = ""
     sync_running: bool = True
+    #: The brokers this region works on and what for (a gate made with ``per_queue``; else empty).
+    duties: tuple[Duty, ...] = ()
+    #: The record read, with its per-queue active sides.
+    assignment: RoleAssignment | None = None
 
 
 class RoleGate:
@@ -51,19 +56,28 @@ class RoleGate:
         *,
         poll_s: float = DEFAULT_POLL_S,
         sleep: Callable[[float], None] = time.sleep,
+        per_queue: bool = False,
     ) -> None:
+        """``per_queue`` (the relay and the purge): act wherever this region has a broker that
+        captures or purges some queue (:mod:`brokersync.sides`), not only in the pair-level role."""
         self.store = store
         self.topology = topology
         self.role = role
         self.region = region
         self.poll_s = poll_s
         self.sleep = sleep
+        self.per_queue = per_queue
 
     def standing(self) -> Standing:
         assignment = self.store.assignment(self.topology)
         now = apply_roles(self.topology, assignment)
         if not assignment.sync_running:
             return Standing(False, now, assignment.epoch, f"sync is stopped ({assignment.reason})", sync_running=False)
+        if self.per_queue:
+            every = capture_duties(now, assignment) if self.role == "primary" else purge_duties(now, assignment)
+            duties = in_region(every, self.region)
+            if duties:
+                return Standing(True, now, assignment.epoch, duties=duties, assignment=assignment)
         if self.role not in roles_here(now, self.region):
             broker = now.primary if self.role == "primary" else now.dr
             return Standing(False, now, assignment.epoch, f"the {self.role} broker {broker.name} is in {broker.region}")

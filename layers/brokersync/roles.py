@@ -41,6 +41,12 @@ def _flag(value: object) -> bool:
     return value
 
 
+def _overrides(value: object) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError(f"active must map queue names to broker names, got {value!r}")
+    return dict(value)
+
+
 @dataclass(frozen=True)
 class RoleAssignment:
     primary: str
@@ -52,6 +58,9 @@ class RoleAssignment:
     reason: str = ""
     #: False between a transition's StopSync and StartSync: every loop in both regions idles.
     sync_running: bool = True
+    #: Active-active queues consumed on a broker other than ``primary`` (queue -> broker): the
+    #: per-queue active side. Empty is the common case, every queue consumed on the primary.
+    active: dict[str, str] = field(default_factory=dict)
     #: The ``reason`` of the epoch this one was made from (not stored): a write replaces only that
     #: version, so a transition that lost a cross-region race cannot write over the winner.
     based_on: str | None = field(default=None, compare=False)
@@ -61,7 +70,20 @@ class RoleAssignment:
         return cls(primary=topology.primary.name, dr=topology.dr.name)
 
     def swapped(self, reason: str, now: datetime | None = None) -> RoleAssignment:
-        return replace(self.next(reason, now), primary=self.dr, dr=self.primary)
+        """The pair's roles exchanged; every queue is consumed on the new primary (a failover or
+        switchover moves all consumption, so no per-queue override outlives it)."""
+        return replace(self.next(reason, now), primary=self.dr, dr=self.primary, active={})
+
+    def active_side(self, queue: str) -> str:
+        """The broker that consumes ``queue`` now (its override, else the pair's primary)."""
+        return self.active.get(queue, self.primary)
+
+    def moved(self, queue: str, to: str, reason: str, now: datetime | None = None) -> RoleAssignment:
+        """The next epoch with ``queue`` consumed on ``to`` (an override only where it differs from the primary)."""
+        active = {q: b for q, b in self.active.items() if q != queue}
+        if to != self.primary:
+            active[queue] = to
+        return self.next(reason, now, active=active)
 
     def next(self, reason: str, now: datetime | None = None, **changes: Any) -> RoleAssignment:
         """The next epoch of this record, with ``changes`` applied."""
@@ -88,6 +110,7 @@ class RoleAssignment:
                 changed_at=str(data.get("changed_at", "")),
                 reason=str(data.get("reason", "")),
                 sync_running=_flag(data.get("sync_running", True)),
+                active=_overrides(data.get("active", {})),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise RoleAssignmentError(f"role record is not a role assignment: {e}") from e
@@ -105,7 +128,26 @@ def apply_roles(topology: Topology, assignment: RoleAssignment | None) -> Topolo
     names = {b.name for b in topology.brokers}
     if assignment.primary not in names:
         raise RoleAssignmentError(f"role record names {assignment.primary!r} primary, topology has {sorted(names)}")
+    check_active(topology, assignment)
     return topology if topology.primary.name == assignment.primary else topology.swapped()
+
+
+def check_active(topology: Topology, assignment: RoleAssignment) -> None:
+    """Refuse per-queue overrides the topology cannot honour: only active-active queues have a
+    copy path back to the primary and capture on both brokers, so only they can be consumed on
+    the DR broker without losing the consumption record."""
+    names = {b.name for b in topology.brokers}
+    for queue, broker in assignment.active.items():
+        if broker not in names:
+            raise RoleAssignmentError(
+                f"role record makes {broker!r} active for {queue!r}, topology has {sorted(names)}"
+            )
+        try:
+            mode = topology.queue(queue).mode
+        except KeyError as e:
+            raise RoleAssignmentError(f"role record names queue {queue!r}, which the topology does not sync") from e
+        if mode != "active-active":
+            raise RoleAssignmentError(f"queue {queue!r} is {mode}: only active-active queues can be consumed on DR")
 
 
 def roles_here(topology: Topology, region: str | None) -> set[Role]:

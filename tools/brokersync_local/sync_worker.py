@@ -31,7 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.audit import CaptureAudit
-from brokersync.capture.relay import AdvisoryRelay
+from brokersync.capture.relay import AdvisoryRelay, RelayReport
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import Ledger, dynamodb_ledger
@@ -39,10 +39,11 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
-from brokersync.purge.service import PurgeService
+from brokersync.purge.service import PurgeReport, PurgeService
 from brokersync.role_gate import RoleGate, Standing
-from brokersync.roles import RoleStore, apply_roles, roles_here
-from brokersync.topology import Role, Topology, load_topology
+from brokersync.roles import RoleStore, apply_roles
+from brokersync.sides import Duty, capture_duties, in_region, purge_duties, run_each
+from brokersync.topology import Topology, load_topology
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE
 from brokersync_local.world import localise, ports_from_env
 
@@ -95,9 +96,6 @@ class Switches:
         self.roles = RoleStore(ControlRecords(control_model(LEDGER_TABLE, region, endpoint)), peers)
         self.events = boto3.client("events", region_name=region)
 
-    def acts_here(self, topology: Topology, role: Role) -> bool:
-        return role in roles_here(topology, self.role_region)
-
     def topology(self) -> Topology:
         return self.roles.current(self.base)
 
@@ -132,12 +130,13 @@ def run_relay(
     switches = Switches(base, env, role_region)
     metrics = RecordingMetrics()
     totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}, "enabled": True}
-    audits: dict[str, CaptureAudit] = {}
+    audits: dict[tuple[str, tuple[str, ...]], CaptureAudit] = {}
     while not stop.is_set():
         try:
             assignment = switches.roles.assignment(base)
             topology = apply_roles(base, assignment)
-            totals["enabled"] = switches.relay_enabled() and switches.acts_here(topology, "primary")
+            duties = in_region(capture_duties(topology, assignment), role_region)
+            totals["enabled"] = switches.relay_enabled() and bool(duties)
         except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the relay switches, retrying: %s", e)
             stop.wait(1.0)
@@ -146,32 +145,39 @@ def run_relay(
             _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
             stop.wait(0.5)
             continue
-        primary = StompConnector(topology.primary.stomp)
-        statistics = StatisticsClient(primary)
-        if topology.primary.name not in audits:  # one audit per primary, kept across passes
-            audits[topology.primary.name] = CaptureAudit(
-                ledger.backend,  # type: ignore[arg-type]
-                statistics,
-                topology,
-                metrics=metrics,
-            )
-        audit = audits[topology.primary.name]
         started = time.time()
         failed = False
         # As the relay function does: a new epoch anywhere ends the pass within the gate's poll,
         # also for a pass thawed after its region was partitioned.
         gate = RoleGate(switches.roles, base, "primary", role_region, poll_s=GATE_POLL_S)
         with gate.watch(Standing(True, topology, assignment.epoch)) as moved, _either(stop, moved) as pass_stop:
-            try:
+
+            def relay_on(duty: Duty) -> RelayReport:
+                broker = StompConnector(duty.broker.stomp)
+                statistics = StatisticsClient(broker)
+                key = (duty.broker.name, tuple(duty.queues))
+                if key not in audits:  # one audit per broker and queues, kept across passes
+                    audits[key] = CaptureAudit(ledger.backend, statistics, duty.view, metrics=metrics)  # type: ignore[arg-type]
                 relay = AdvisoryRelay(
-                    primary, LedgerWriter(ledger), topology, statistics=statistics, audit=audit, metrics=metrics
+                    broker,
+                    LedgerWriter(ledger),
+                    duty.whole,
+                    statistics=statistics,
+                    audit=audits[key],
+                    metrics=metrics,
+                    passive=duty.passive,
                 )
                 report = relay.run(max_seconds=2, stop=pass_stop)
-                totals["captured"] += report.captured
-                totals["parked"] += report.parked_total
-                for queue, count in report.captured_by_queue.items():
-                    totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
-                audit.check()
+                audits[key].check()
+                return report
+
+            try:
+                for report in run_each(duties, relay_on):
+                    totals["captured"] += report.captured
+                    totals["parked"] += report.parked_total
+                    totals["passive"] = totals.get("passive", 0) + report.passive
+                    for queue, count in report.captured_by_queue.items():
+                        totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
                 totals["lost"] = int(metrics.total("AdvisoriesLost"))
             except BrokerSyncError as e:
                 logger.warning("relay pass failed, retrying: %s", e)
@@ -201,44 +207,48 @@ def _either(*events: threading.Event) -> Iterator[threading.Event]:
         follower.join(timeout=1)
 
 
-def _purge_service(topology: Topology, ledger: Ledger) -> PurgeService:
-    dr = StompConnector(topology.dr.stomp)
+def _purge_service(duty: Duty, ledger: Ledger) -> PurgeService:
+    broker = StompConnector(duty.broker.stomp)
     return PurgeService(
         ledger,
-        SelectorRemover(dr),
-        topology,
-        dr_statistics=StatisticsClient(dr),
-        primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
+        SelectorRemover(broker),
+        duty.view,
+        dr_statistics=StatisticsClient(broker),
+        primary_statistics=StatisticsClient(StompConnector(duty.view.primary.stomp)),
         late_copies=LateCopySweep(),
     )
 
 
 def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: Path, stop: threading.Event) -> None:
     switches = Switches(base, env)
-    services: dict[str, PurgeService] = {}
+    services: dict[tuple[str, tuple[str, ...]], PurgeService] = {}
     totals: dict[str, Any] = {"purged": {}, "missing": {}, "pending": {}, "oldest_pending_age_ms": {}}
     while not stop.is_set():
         try:
-            topology = switches.topology()
-            running = switches.sync_running()
+            assignment = switches.roles.assignment(base)
+            topology = apply_roles(base, assignment)
         except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the role record, retrying: %s", e)
             stop.wait(1.0)
             continue
-        if not running:
+        if not assignment.sync_running:
             _write_status(status_file, {**totals, "enabled": False, "updated": time.time(), "pid": os.getpid()})
             stop.wait(0.5)
             continue
-        if topology.dr.name not in services:  # built once per DR broker, not on every pass
-            services[topology.dr.name] = _purge_service(topology, ledger)
-        service = services[topology.dr.name]
+
+        def purge_on(duty: Duty) -> PurgeReport:
+            key = (duty.broker.name, tuple(duty.queues))
+            if key not in services:  # built once per broker and queues, not on every pass
+                services[key] = _purge_service(duty, ledger)
+            return services[key].run(max_seconds=2)
+
         try:
-            report = service.run(max_seconds=2)
-            for queue, result in report.queues.items():
-                totals["purged"][queue] = totals["purged"].get(queue, 0) + result.purged
-                totals["missing"][queue] = totals["missing"].get(queue, 0) + result.missing
-                totals["pending"][queue] = result.pending
-                totals["oldest_pending_age_ms"][queue] = result.oldest_pending_age_ms
+            for report in run_each(purge_duties(topology, assignment), purge_on):
+                for queue, result in report.queues.items():
+                    totals["purged"][queue] = totals["purged"].get(queue, 0) + result.purged
+                    totals["missing"][queue] = totals["missing"].get(queue, 0) + result.missing
+                    totals["pending"][queue] = result.pending
+                    totals["oldest_pending_age_ms"][queue] = result.oldest_pending_age_ms
         except BrokerSyncError as e:
             logger.warning("purge pass failed, retrying: %s", e)
             stop.wait(1.0)

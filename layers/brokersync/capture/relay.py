@@ -73,6 +73,8 @@ class RelayReport:
     reconnects: int = 0
     oldest_age_ms: int | None = None
     captured_by_queue: Counter[str] = field(default_factory=Counter)
+    #: Advisories of the purge's removals on a broker that does not consume their queue (drained, not recorded).
+    passive: int = 0
     #: Captured records that left the primary other than by consumption (expired, dead-lettered).
     departed: Counter[str] = field(default_factory=Counter)
 
@@ -95,10 +97,14 @@ class AdvisoryRelay:
         audit: CaptureAudit | None = None,
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.time,
+        passive: frozenset[str] = frozenset(),
     ) -> None:
         self.connector = connector
         self.writer = writer
         self.topology = topology
+        #: Queues consumed on the other broker: their advisories here are the purge's removals
+        #: (:mod:`brokersync.sides`), acked and counted for the audit but never recorded.
+        self.passive = passive
         self.settings = settings or RelaySettings()
         self.statistics = statistics
         self.audit = audit
@@ -211,6 +217,8 @@ class AdvisoryRelay:
         At most one batch is held, and nothing is held when a run ends.
         """
         records, rejected = self._parse(frames)
+        if self.passive:
+            records = self._drop_passive(records, report)
         records, held = self._hold_newest_bucket(records) if hold_newest else (records, [])
         if records:
             records, refused = self._write(records, report)
@@ -238,6 +246,19 @@ class AdvisoryRelay:
                 continue
             records.append((record, frame))
         return records, rejected
+
+    def _drop_passive(self, records: list[_Parsed], report: RelayReport) -> list[_Parsed]:
+        removals = Counter(
+            (r.queue, f.headers.get("originBrokerId", "unknown")) for r, f in records if r.queue in self.passive
+        )
+        if not removals:
+            return records
+        report.passive += sum(removals.values())
+        self.metrics.add_metric("PassiveRemovalsDrained", "Count", sum(removals.values()))
+        if self.audit is not None:
+            # The broker counts them as dequeues: account for them, or the audit would call them lost.
+            self.audit.record_captured(removals)
+        return [(r, f) for r, f in records if r.queue not in self.passive]
 
     def _hold_newest_bucket(self, records: list[_Parsed]) -> tuple[list[_Parsed], list[stomp.utils.Frame]]:
         newest = max(bucket_of(r.consumed_at_ms) for r, _ in records) if records else None

@@ -25,7 +25,10 @@ forward records), a composite queue ``Q<suffix>.<this broker>`` forwards the pee
 into Q, and this broker's network connector to its peer includes ``Q<suffix>.<peer>``.
 Without that selector each copy would be forwarded back towards its origin, where the
 bridge refuses a message that has already crossed it and the copy waits in the outflow for
-ever (measured; decision 0010). Capture follows the primary role as for sync queues.
+ever (measured; decision 0010). Either broker may consume an active-active queue (the role
+record's per-queue active side, :mod:`brokersync.sides`), so both roles render its capture
+and the purge's paging policy: moving a queue's active side is a role record write, with no
+configuration change and no reboot.
 
 CRDR pairs are replicated by Amazon MQ itself, so neither role renders the copy path (no
 composite queue, no connector); the capture and the policies are still rendered, because
@@ -136,6 +139,24 @@ def _connectors(topology: Topology, peer: Broker, queues: list[Queue]) -> list[e
     return connectors
 
 
+def _capture(queue: Queue, parts: RoleParts) -> None:
+    """Q's departure advisories forwarded into BROKERSYNC.CONSUMED, and advisoryForConsumed on Q."""
+    parts.composites += [
+        _forward(prefix + queue.name, False, [("queue", CONSUMED_QUEUE)]) for prefix in DEPARTURE_ADVISORY_PREFIXES
+    ]
+    parts.policies[queue.name] = [("advisoryForConsumed", "true")]
+
+
+def _purge_policy(topology: Topology) -> list[tuple[str, str]]:
+    """What a broker needs where the purge removes a queue's consumed copies (see DrTuning)."""
+    tuning = topology.tuning.dr
+    return [
+        ("maxPageSize", str(tuning.max_page_size)),
+        ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
+        ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
+    ]
+
+
 def primary_parts(topology: Topology) -> RoleParts:
     parts = RoleParts()
     copy = not topology.is_crdr
@@ -145,11 +166,9 @@ def primary_parts(topology: Topology) -> RoleParts:
             parts.destinations.append(topology.dr_name(queue))
             parts.composites.append(_forward(queue.name, False, [("queue", topology.dr_name(queue))]))
         if queue.captures_consumed:
-            parts.composites += [
-                _forward(prefix + queue.name, False, [("queue", CONSUMED_QUEUE)])
-                for prefix in DEPARTURE_ADVISORY_PREFIXES
-            ]
-            parts.policies[queue.name] = [("advisoryForConsumed", "true")]
+            _capture(queue, parts)
+        if queue.copies_both_ways:
+            parts.policies[queue.name] += _purge_policy(topology)
     parts.destinations += [CONSUMED_QUEUE, RECEIPTS_QUEUE, PARKED_QUEUE]
     # Explicit, because a failover renders the primary role over the DR broker's previous
     # configuration, whose periodic journal sync must not survive into the primary.
@@ -167,13 +186,14 @@ def dr_parts(topology: Topology) -> RoleParts:
         parts.destinations.append(queue.name)
         if not topology.is_crdr and not queue.copies_both_ways:
             parts.composites.append(_forward(topology.dr_name(queue), True, [("queue", queue.name)]))
-        parts.policies[queue.name] = [
-            ("maxPageSize", str(tuning.max_page_size)),
-            ("maxBrowsePageSize", str(tuning.max_browse_page_size)),
-            ("memoryLimit", str(tuning.memory_limit_mb * 1024 * 1024)),
-        ]
+        both_ways = queue.copies_both_ways and not topology.is_crdr
+        if both_ways:
+            _capture(queue, parts)
+        parts.policies[queue.name] = parts.policies.get(queue.name, []) + _purge_policy(topology)
     if not topology.is_crdr:
         _both_ways(topology, topology.dr, parts)
+        if any(q.copies_both_ways for q in topology.queues):
+            parts.destinations += [CONSUMED_QUEUE, RECEIPTS_QUEUE, PARKED_QUEUE]
         parts.connectors = _connectors(topology, topology.primary, [q for q in topology.queues if q.copies_both_ways])
     parts.journal = [("journalDiskSyncStrategy", tuning.journal_disk_sync)]
     if tuning.journal_disk_sync == "periodic":
