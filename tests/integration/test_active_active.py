@@ -17,12 +17,18 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
-from brokersync.ledger import memory_ledger
+from brokersync.capture.relay import AdvisoryRelay, RelayReport
+from brokersync.capture.writer import LedgerWriter
+from brokersync.ledger import Ledger, memory_ledger
+from brokersync.purge.remover import SelectorRemover
+from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.roles import RoleAssignment
+from brokersync.sides import Duty, capture_duties, purge_duties
 from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.integration.stomp_helpers import drain, produce, receive
-from tests.integration.sync_helpers import capture_and_purge
+from tests.integration.sync_helpers import FAST, capture_and_purge
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -173,3 +179,76 @@ def test_a_message_produced_on_dr_and_consumed_on_the_primary_leaves_dr(
     assert {f.headers["message-id"] for f in left} == set(_ids(east))
     assert len(left) == 30
     assert [f for f in left if f.headers.get("redelivered", "false") != "false"] == []
+
+
+def _relay_all(duty: Duty, ledger: Ledger) -> RelayReport:
+    """Relay on the duty's broker until an empty pass; the totals of every pass."""
+    relay = AdvisoryRelay(
+        StompConnector(duty.broker.stomp), LedgerWriter(ledger), duty.whole, settings=FAST, passive=duty.passive
+    )
+    total = RelayReport()
+    for _ in range(30):
+        report = relay.run(max_seconds=1.0)
+        total.captured += report.captured
+        total.passive += report.passive
+        if report.captured == 0 and report.passive == 0:
+            break
+    return total
+
+
+def _purge_all(duty: Duty, ledger: Ledger) -> None:
+    purge = PurgeService(
+        ledger,
+        SelectorRemover(StompConnector(duty.broker.stomp)),
+        duty.view,
+        settings=PurgeSettings(retry_not_found_s=0),
+    )
+    deadline = time.monotonic() + 30
+    while ledger.pending(QUEUE) and time.monotonic() < deadline:
+        purge.purge_queue(QUEUE)
+    assert ledger.pending(QUEUE) == [], "consumed messages stayed pending"
+
+
+def test_a_queue_consumed_on_dr_is_captured_there_and_its_copies_leave_the_primary(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    """The role record moves CARTS's consumption to DR: DR's relay records it, the primary's purge removes it."""
+    moved = RoleAssignment.initial(topology).moved(QUEUE, topology.dr.name, "MOVE test")
+    captures = {d.broker.name: d for d in capture_duties(topology, moved)}
+    [purge_on_primary] = [d for d in purge_duties(topology, moved) if QUEUE in d.queues]
+    assert purge_on_primary.broker.name == topology.primary.name
+    produce(west, QUEUE, _messages(40, "west"))
+    produce(east, QUEUE, _messages(40, "east"))
+    _settled(topology)
+    consumed = {f.headers["message-id"] for f in receive(west, QUEUE, 50)}
+    ledger = memory_ledger()
+
+    captured_on_dr = _relay_all(captures[topology.dr.name], ledger)
+    _purge_all(purge_on_primary, ledger)
+    drained_on_primary = _relay_all(captures[topology.primary.name], ledger)
+
+    left = browse(east, QUEUE)
+    assert len(consumed) == 50 and captured_on_dr.captured == 50
+    assert {f.headers["message-id"] for f in left} == set(_ids(west))
+    assert len(left) == 30
+    assert [f for f in left if f.headers.get("redelivered", "false") != "false"] == []
+    # The purge's 50 removals raised advisories on the primary: drained, none recorded again.
+    assert (drained_on_primary.captured, drained_on_primary.passive) == (0, 50)
+
+
+def test_while_the_primary_consumes_it_the_dr_broker_drains_the_purges_advisories_without_recording_them(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    assignment = RoleAssignment.initial(topology)
+    primary_duty, dr_duty = capture_duties(topology, assignment)
+    produce(east, QUEUE, _messages(20, "east"))
+    _settled(topology)
+    receive(east, QUEUE, 20)
+    ledger = memory_ledger()
+
+    assert _relay_all(primary_duty, ledger).captured == 20
+    _purge_all(purge_duties(topology, assignment)[0], ledger)
+    drained = _relay_all(dr_duty, ledger)
+
+    assert (drained.captured, drained.passive) == (0, 20)
+    assert StatisticsClient(west).queue_stats(["BROKERSYNC.CONSUMED"])["BROKERSYNC.CONSUMED"].size == 0
