@@ -1,4 +1,4 @@
-"""The tasks of the failover and failback state machines: one action per invocation.
+"""The tasks of the failover, failback and queue-move state machines: one action per invocation.
 
 A thin adapter: the event names the action and carries the context the state machine keeps
 (``ctx``), parsed into a :class:`~brokersync.failover.context.TransitionContext` before any
@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from brokersync.config import runtime_topology
 from brokersync.failover.context import TransitionContext
 from brokersync.failover.errors import FailoverRequestError
+from brokersync.failover.move import MoveContext, QueueMove
 from brokersync.failover.steps import FailoverSteps
 from brokersync.runtime import failover_environment
 from brokersync.topology import Role
@@ -25,6 +26,7 @@ logger = Logger()
 metrics = Metrics()
 
 STEPS = FailoverSteps(failover_environment(runtime_topology(), metrics))
+MOVE = QueueMove(STEPS.env)
 
 
 def _plan(event: dict[str, Any], execution: str) -> dict[str, Any]:
@@ -57,6 +59,14 @@ _ACTIONS: dict[str, Callable[[dict[str, Any], TransitionContext, str], dict[str,
 }
 
 
+#: The queue move's steps: ``ctx`` is a MoveContext (one queue, not the pair).
+_MOVES: dict[str, Callable[[dict[str, Any], MoveContext, str], dict[str, Any]]] = {
+    "moveStatus": lambda _e, ctx, _x: MOVE.status(ctx),
+    "flipQueue": lambda _e, ctx, x: MOVE.flip(ctx, x),
+    "completeMove": lambda _e, ctx, _x: MOVE.complete(ctx),
+}
+
+
 def _broker(event: dict[str, Any], ctx: TransitionContext) -> str:
     broker = str(event.get("broker"))
     if broker not in (ctx.source, ctx.target):
@@ -79,6 +89,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.info("failover step", action=action, execution=execution)
     if action in _PLANNING:
         return _PLANNING[action](event, execution)
+    if action == "planMove":
+        return MOVE.plan(event.get("request")).to_wire()
+    if action in _MOVES:
+        return _MOVES[action](event, MoveContext.from_wire(event.get("ctx")), execution)
     if action not in _ACTIONS:
-        raise FailoverRequestError(f"unknown action {action!r}; one of {sorted(_PLANNING | _ACTIONS)}")
+        known = sorted({*_PLANNING, *_ACTIONS, *_MOVES, "planMove"})
+        raise FailoverRequestError(f"unknown action {action!r}; one of {known}")
     return _ACTIONS[action](event, STEPS.context(event.get("ctx")), execution)

@@ -22,6 +22,7 @@ from brokersync.exceptions import (
 from brokersync.failover.errors import (
     ConfigurationApplyError,
     FailoverRequestError,
+    MoveNotReadyError,
     PromoteError,
     SwitchoverRefusedError,
     TransitionConflictError,
@@ -40,6 +41,7 @@ ERRORS: tuple[type[BrokerSyncError], ...] = (
     LedgerError,
     LedgerRecordRefusedError,
     LedgerUnavailableError,
+    MoveNotReadyError,
     NotActingNowError,
     NotAllowedByAmazonMQError,
     PromoteError,

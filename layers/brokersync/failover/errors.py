@@ -27,3 +27,7 @@ class TransitionConflictError(BrokerSyncError):
     Never retried: the roles are no longer what this transition planned from. Read them again
     (``brokersync status``) and start a new transition if one is still wanted.
     """
+
+
+class MoveNotReadyError(BrokerSyncError):
+    """A queue move waited its whole timeout and the old side was still not drained: nothing was changed."""

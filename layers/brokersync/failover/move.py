@@ -1,0 +1,160 @@
+"""Moving one active-active queue's consumption to the other broker while every other queue keeps running.
+
+A planned move loses nothing and duplicates nothing when, at the moment the role record
+flips:
+
+1. no application consumer is left on the queue on the old side (the operator stops them;
+   BrokerSync cannot take a connection away from a broker without a reboot);
+2. every departure the old side counted for the queue has been relayed into the ledger
+   (the audit's captured count has reached the broker's dequeue counter);
+3. every key recorded for the queue has been removed on the new side (nothing pending).
+
+The move waits for all three, up to its timeout, and then writes the record with the queue's
+new active side. From the loops' next poll the new side's relay records the queue's
+consumption and the old side's purge removes it there; the application's consumers start on
+the new side once the execution has succeeded. Nothing is reconfigured and no broker
+restarts: both roles already render capture for active-active queues (:mod:`brokersync.sides`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
+from brokersync.failover.steps import FailoverEnvironment
+from brokersync.roles import RoleAssignment, apply_roles
+from brokersync.topology import CONSUMED_QUEUE, Broker
+
+#: How long a move waits for the old side to drain unless the request says otherwise.
+DEFAULT_TIMEOUT_S = 600
+MAX_TIMEOUT_S = 3600
+
+
+@dataclass(frozen=True)
+class MoveContext:
+    """What the state machine carries between the move's steps."""
+
+    queue: str
+    source: str
+    target: str
+    #: The role record's epoch the move was planned on: a flip over any other epoch is refused.
+    epoch: int
+    started_at_ms: int
+    timeout_s: int
+    done: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, raw: object) -> MoveContext:
+        try:
+            return cls(**raw)  # type: ignore[arg-type]
+        except TypeError as e:
+            raise FailoverRequestError(f"not a move context: {e}") from e
+
+
+class QueueMove:
+    def __init__(self, env: FailoverEnvironment) -> None:
+        self.env = env
+
+    def _now_ms(self) -> int:
+        return int(self.env.clock() * 1000)
+
+    def _broker(self, name: str) -> Broker:
+        return next(b for b in self.env.topology.brokers if b.name == name)
+
+    def plan(self, raw: object) -> MoveContext:
+        """Check the request against the topology and the role record; say where the queue is consumed now."""
+        if not isinstance(raw, dict):
+            raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
+        queue, target = raw.get("queue"), raw.get("to")
+        timeout = raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S)
+        topology = self.env.topology
+        names = sorted(b.name for b in topology.brokers)
+        if not isinstance(queue, str) or queue not in {q.name for q in topology.queues}:
+            raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
+        if topology.queue(queue).mode != "active-active":
+            raise FailoverRequestError(
+                f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
+            )
+        if target not in names:
+            raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
+            raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
+        assignment = self.env.roles.assignment(topology)
+        if not assignment.sync_running:
+            raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
+        source = assignment.active_side(queue)
+        return MoveContext(queue, source, str(target), assignment.epoch, self._now_ms(), timeout, source == target)
+
+    def status(self, ctx: MoveContext) -> dict[str, Any]:
+        """What the move still waits for; raises once the timeout has passed with anything left."""
+        self._same_epoch(ctx)
+        stats = self.env.statistics(self._broker(ctx.source)).queue_stats([ctx.queue, CONSUMED_QUEUE])
+        queue = stats.get(ctx.queue)
+        consumers = queue.consumer_count if queue else 0
+        audit = self.env.ledger.backend.audits(ctx.queue).get(queue.broker_id) if queue else None  # type: ignore[attr-defined]
+        unrelayed = max(0, queue.dequeue_count - (audit.captured if audit else 0)) if queue else 0
+        pending = len(self.env.ledger.pending(ctx.queue, limit=1000, read_only=True))
+        advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
+        ready = consumers == 0 and unrelayed == 0 and pending == 0
+        figures = {
+            "ready": ready,
+            "consumersOnOldSide": consumers,
+            "departuresNotRelayed": unrelayed,
+            "advisoriesWaiting": advisories,
+            "pendingPurge": pending,
+            "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
+        }
+        if not ready and figures["waitedSeconds"] > ctx.timeout_s:
+            waits = []
+            if consumers:
+                waits.append(f"{consumers} application consumer(s) still on {ctx.queue} at {ctx.source}")
+            if unrelayed:
+                waits.append(f"{unrelayed} departures from {ctx.source} not yet relayed")
+            if pending:
+                waits.append(f"{pending} consumed keys not yet removed from {ctx.target}")
+            raise MoveNotReadyError(
+                f"{ctx.queue} is still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
+            )
+        return figures
+
+    def flip(self, ctx: MoveContext, execution: str) -> dict[str, Any]:
+        """Write the queue's new active side, if the old side is still drained and no one else wrote first."""
+        assignment = self.env.roles.assignment(self.env.topology)
+        if assignment.active_side(ctx.queue) == ctx.target:
+            return {"epoch": assignment.epoch, "changed": False}
+        self._same_epoch(ctx, assignment)
+        if not self.status(ctx)["ready"]:
+            raise TransitionConflictError(f"{ctx.queue} is no longer drained on {ctx.source}: start the move again")
+        updated = assignment.moved(ctx.queue, ctx.target, f"MOVE {ctx.queue} {execution}")
+        apply_roles(self.env.topology, updated)  # refuses an override the topology cannot honour
+        written = self.env.roles.write(updated)
+        return {"epoch": written.epoch, "changed": True, "active": written.active}
+
+    def complete(self, ctx: MoveContext) -> dict[str, Any]:
+        seconds = round((self._now_ms() - ctx.started_at_ms) / 1000, 3)
+        detail = {"queue": ctx.queue, "from": ctx.source, "to": ctx.target, "seconds": seconds}
+        self.env.metrics.add_metric("QueueMoveSeconds", "Seconds", seconds)
+        self.env.events.put_events(
+            Entries=[
+                {
+                    "Source": "brokersync",
+                    "DetailType": "BrokerSync Queue Moved",
+                    "Detail": json.dumps(detail),
+                    "EventBusName": self.env.event_bus,
+                }
+            ]
+        )
+        return detail
+
+    def _same_epoch(self, ctx: MoveContext, assignment: RoleAssignment | None = None) -> None:
+        assignment = assignment or self.env.roles.assignment(self.env.topology)
+        if assignment.epoch != ctx.epoch:
+            raise TransitionConflictError(
+                f"the role record moved from epoch {ctx.epoch} to {assignment.epoch} ({assignment.reason}) "
+                "while the move waited: nothing was changed, start the move again"
+            )

@@ -1,0 +1,201 @@
+"""Moving one active-active queue's consumption: it waits for the old side to drain, then flips one record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from brokersync.broker.statistics import QueueStats
+from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
+from brokersync.failover.move import QueueMove
+from brokersync.failover.steps import FailoverEnvironment
+from brokersync.ledger import memory_ledger
+from brokersync.ledger.control import ControlRecords
+from brokersync.metrics import RecordingMetrics
+from brokersync.roles import RoleAssignment, RoleStore
+from brokersync.topology import CONSUMED_QUEUE, Broker, load_topology
+
+ROOT = Path(__file__).resolve().parents[3]
+EAST, WEST = "orders-use1", "orders-usw2"
+
+
+class _Broker:
+    """The old side's counters, as the statistics plugin reports them."""
+
+    def __init__(self) -> None:
+        self.consumers = 0
+        self.dequeued = 0
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        def stats(name: str, consumers: int, dequeued: int) -> QueueStats:
+            return QueueStats(name, 0, dequeued, dequeued, dequeued, 0, 0, consumers, "ID:east-1", EAST)
+
+        return {"CARTS": stats("CARTS", self.consumers, self.dequeued), CONSUMED_QUEUE: stats(CONSUMED_QUEUE, 1, 0)}
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> None:  # noqa: N803 (boto3's name)
+        self.sent += Entries
+
+
+class _Clock:
+    now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def old_side() -> _Broker:
+    return _Broker()
+
+
+@pytest.fixture
+def clock() -> _Clock:
+    return _Clock()
+
+
+@pytest.fixture
+def move(control_records: ControlRecords, old_side: _Broker, clock: _Clock) -> QueueMove:
+    topology = load_topology(ROOT / "examples" / "active-active.yaml")
+
+    def statistics(broker: Broker) -> Any:
+        assert broker.name == EAST, "the drain is read on the side the queue leaves"
+        return old_side
+
+    env = FailoverEnvironment(
+        topology=topology,
+        roles=RoleStore(control_records),
+        transitions=None,  # type: ignore[arg-type]
+        brokers=None,  # type: ignore[arg-type]
+        sync=None,  # type: ignore[arg-type]
+        s3=None,
+        bucket="",
+        events=_Events(),
+        ledger=memory_ledger(),
+        statistics=statistics,
+        remover=lambda broker: None,  # type: ignore[arg-type,return-value]
+        metrics=RecordingMetrics(),
+        clock=clock,
+    )
+    return QueueMove(env)
+
+
+def test_a_drained_queue_moves_with_one_role_record_write(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    assert (ctx.source, ctx.target, ctx.done) == (EAST, WEST, False)
+    assert move.status(ctx)["ready"] is True
+
+    result = move.flip(ctx, "exec-1")
+
+    assignment = move.env.roles.assignment(move.env.topology)
+    assert result["changed"] and assignment.active == {"CARTS": WEST} and assignment.primary == EAST
+    assert assignment.epoch == ctx.epoch + 1 and assignment.sync_running
+
+
+def test_a_second_flip_changes_nothing(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    move.flip(ctx, "exec-1")
+    assert move.flip(ctx, "exec-1")["changed"] is False
+
+
+def test_moving_a_queue_where_it_already_is_is_done_at_once(move: QueueMove) -> None:
+    assert move.plan({"queue": "CARTS", "to": EAST}).done is True
+
+
+def test_the_move_waits_while_an_application_consumer_is_left_on_the_old_side(
+    move: QueueMove, old_side: _Broker
+) -> None:
+    old_side.consumers = 2
+    status = move.status(move.plan({"queue": "CARTS", "to": WEST}))
+    assert (status["ready"], status["consumersOnOldSide"]) == (False, 2)
+
+
+def test_the_move_waits_for_departures_not_yet_relayed(move: QueueMove, old_side: _Broker) -> None:
+    old_side.dequeued = 10
+    move.env.ledger.backend.add_audit("CARTS", "ID:east-1", captured=7)  # type: ignore[attr-defined]
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    assert move.status(ctx)["departuresNotRelayed"] == 3
+    move.env.ledger.backend.add_audit("CARTS", "ID:east-1", captured=3)  # type: ignore[attr-defined]
+    assert move.status(ctx)["ready"] is True
+
+
+def test_the_move_waits_for_consumed_keys_still_to_be_removed_on_the_new_side(move: QueueMove) -> None:
+    move.env.ledger.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
+    status = move.status(move.plan({"queue": "CARTS", "to": WEST}))
+    assert (status["ready"], status["pendingPurge"]) == (False, 1)
+
+
+def test_past_its_timeout_the_move_fails_saying_what_it_waited_for_and_changes_nothing(
+    move: QueueMove, old_side: _Broker, clock: _Clock
+) -> None:
+    old_side.consumers = 1
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
+    clock.now += 31
+    with pytest.raises(MoveNotReadyError, match="1 application consumer"):
+        move.status(ctx)
+    assert move.env.roles.assignment(move.env.topology).active == {}
+
+
+def test_a_flip_after_another_transition_wrote_the_record_is_refused(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    current = move.env.roles.assignment(move.env.topology)
+    move.env.roles.write(current.next("SWITCHOVER exec-9"))
+    with pytest.raises(TransitionConflictError, match="moved from epoch"):
+        move.flip(ctx, "exec-1")
+
+
+def test_a_queue_a_failover_already_moved_is_not_moved_again(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    current = move.env.roles.assignment(move.env.topology)
+    move.env.roles.write(current.swapped("FAILOVER exec-9"))
+    assert move.flip(ctx, "exec-1")["changed"] is False
+
+
+def test_a_flip_that_finds_a_consumer_back_on_the_old_side_is_refused(move: QueueMove, old_side: _Broker) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    old_side.consumers = 1
+    with pytest.raises(TransitionConflictError, match="no longer drained"):
+        move.flip(ctx, "exec-1")
+
+
+@pytest.mark.parametrize(
+    ("request_", "why"),
+    [
+        ({"queue": "ORDERS", "to": WEST}, "only active-active"),
+        ({"queue": "NOPE", "to": WEST}, "one of the topology's queues"),
+        ({"queue": "CARTS", "to": "orders-euw1"}, "to must be one of"),
+        ({"queue": "CARTS", "to": WEST, "timeoutSeconds": 1}, "timeoutSeconds"),
+        ({"queue": "CARTS", "to": WEST, "timeoutSeconds": True}, "timeoutSeconds"),
+        (["CARTS"], "an object"),
+    ],
+)
+def test_a_request_the_topology_cannot_honour_is_refused_by_name(move: QueueMove, request_: Any, why: str) -> None:
+    with pytest.raises(FailoverRequestError, match=why):
+        move.plan(request_)
+
+
+def test_a_move_is_refused_while_sync_is_stopped(move: QueueMove) -> None:
+    current = move.env.roles.assignment(move.env.topology)
+    move.env.roles.write(current.next("SWITCHOVER exec-3", sync_running=False))
+    with pytest.raises(FailoverRequestError, match="sync is stopped"):
+        move.plan({"queue": "CARTS", "to": WEST})
+
+
+def test_the_completed_move_is_announced_with_its_duration(move: QueueMove, clock: _Clock) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    clock.now += 4
+    detail = move.complete(ctx)
+    assert detail == {"queue": "CARTS", "from": EAST, "to": WEST, "seconds": 4.0}
+    assert move.env.events.sent[0]["DetailType"] == "BrokerSync Queue Moved"  # type: ignore[attr-defined]
+
+
+def test_a_role_assignment_moved_back_is_the_pair_level_roles_again() -> None:
+    start = RoleAssignment(primary=EAST, dr=WEST)
+    assert start.moved("CARTS", WEST, "a").moved("CARTS", EAST, "b").active == {}
