@@ -99,7 +99,16 @@ def _cmd_drill(args: argparse.Namespace) -> int:
 
 
 #: brokersync_local.drill.DrillMode, spelled out so that --help needs no harness import (tested equal).
-DRILL_MODES = ["switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips", "new-dr-region"]
+DRILL_MODES = [
+    "switchover",
+    "failover",
+    "failback",
+    "region-loss",
+    "dr-region-loss",
+    "round-trips",
+    "new-dr-region",
+    "move-queue",
+]
 
 
 def _add_demo_and_drill(sub: Any) -> None:
@@ -129,7 +138,9 @@ def _add_demo_and_drill(sub: Any) -> None:
         help="region-loss: the primary's whole region partitioned, failover in the other, the region back and fenced,"
         " then the failback; dr-region-loss: the DR region partitioned for longer than the purge's missing cutoff,"
         " then back; round-trips: switchover and back, twice; new-dr-region: the primary's region lost for good and"
-        " the survivor re-paired with a broker in a third region. These four run on regions of their own",
+        " the survivor re-paired with a broker in a third region. These four run on regions of their own;"
+        " move-queue: an active-active queue's consumers moved to the DR broker under load from producers on"
+        " both (--topology examples/active-active.yaml)",
     )
     drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
     drill.add_argument(

@@ -127,6 +127,23 @@ def cmd_transition(args: argparse.Namespace) -> int:
         raise FailoverRequestError(str(e)) from e
 
 
+def cmd_move_queue(args: argparse.Namespace) -> int:
+    import boto3  # noqa: PLC0415
+
+    from brokersync.failover.errors import FailoverRequestError  # noqa: PLC0415
+    from brokersync.topology import load_topology  # noqa: PLC0415
+    from brokersync_cli.status import StatusReader  # noqa: PLC0415
+    from brokersync_cli.transitions import TransitionRefused, run_move  # noqa: PLC0415
+
+    reader = StatusReader(load_topology(args.topology), _table(args.pair))
+    region = boto3.session.Session().region_name or "us-east-1"
+    request = {"queue": args.queue, "to": args.to, "timeoutSeconds": args.drain_timeout}
+    try:
+        return run_move(reader, request, dry_run=args.plan, timeout_s=args.timeout, default_region=region)
+    except TransitionRefused as e:
+        raise FailoverRequestError(str(e)) from e
+
+
 def add_parsers(sub: Any) -> None:
     for command, what in (
         ("switchover", "planned: drain the copy backlog and the pending purge, then swap (0 lost, 0 duplicates)"),
@@ -145,6 +162,25 @@ def add_parsers(sub: Any) -> None:
         transition.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
         _topology_argument(transition)
         transition.set_defaults(func=cmd_transition)
+
+    move = sub.add_parser(
+        "move-queue",
+        help="move one active-active queue's consumption to the other broker; every other queue keeps running",
+        description="Start the queue-move state machine in the region of the broker the queue moves to and follow "
+        "it. It waits until the old side is drained (stop the queue's consumers there first), then flips the "
+        "queue's active side in the role record: no reboot, no configuration change, 0 lost and 0 duplicates. "
+        "Start the consumers on the new side once it succeeds. --plan only checks and prints what it would do.",
+    )
+    move.add_argument("queue", help="an active-active queue of the topology")
+    move.add_argument("--to", required=True, help="the broker (topology name) that consumes the queue afterwards")
+    move.add_argument(
+        "--drain-timeout", type=int, default=600, help="seconds the move waits for the old side to drain (600)"
+    )
+    move.add_argument("--plan", action="store_true", help="touch nothing: check the move and print its steps")
+    move.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
+    move.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
+    _topology_argument(move)
+    move.set_defaults(func=cmd_move_queue)
 
     status = sub.add_parser(
         "status",

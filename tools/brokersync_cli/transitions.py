@@ -30,6 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.errors import FailoverRequestError
+from brokersync.failover.move import plan_move
 from brokersync.failover.steps import (
     TransitionStore,
     drain_figures,
@@ -47,6 +48,7 @@ COMMANDS: dict[str, tuple[str, dict[str, str], tuple[str, str]]] = {
     "switchover": ("failover", {"mode": "SWITCHOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
     "failover": ("failover", {"mode": "FAILOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
     "failback": ("failback", {}, ("brokersync-failback-", "brokersync-FailbackStateMachine")),
+    "move-queue": ("queue move", {}, ("brokersync-move-queue-", "brokersync-MoveQueueStateMachine")),
 }
 
 
@@ -246,4 +248,58 @@ def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout
     started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(planned["input"]))
     outcome = follow(sfn, started["executionArn"], timeout_s, progress)
     print(json.dumps({"command": command, "region": region, **outcome}))
+    return 0 if outcome["status"] == "SUCCEEDED" else 1
+
+
+def run_move(
+    reader: StatusReader,
+    request: dict[str, Any],
+    *,
+    dry_run: bool,
+    timeout_s: float,
+    default_region: str,
+) -> int:
+    """``brokersync move-queue``: start the queue move in the region of the broker the queue moves to.
+
+    The checks are the state machine's own Plan (``plan_move``) on that region's role record,
+    so a request it would refuse is refused here before anything starts.
+    """
+    topology = reader.topology
+    target = next((b for b in topology.brokers if b.name == request.get("to")), None)
+    region = (target.region if target else None) or default_region
+    sfn = _regional_client("stepfunctions", region)
+    machine = find_machine(sfn, "move-queue")
+    definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
+    try:
+        assignment = RoleStore(reader.records(region)).assignment(topology)
+        ctx = plan_move(topology, assignment, request, int(time.time() * 1000))
+    except (BrokerSyncError, BotoCoreError, ClientError) as e:
+        refused = str(e)
+        ctx = None
+    else:
+        refused = None
+    planned = {
+        "command": "move-queue",
+        "would_run_in": region,
+        "state_machine": machine["stateMachineArn"],
+        "input": request,
+        "from": ctx.source if ctx else None,
+        "to": request.get("to"),
+        "nothing_to_do": bool(ctx and ctx.done),
+        "steps": step_names(definition),
+        "refused": refused,
+    }
+    if dry_run:
+        print(json.dumps(planned))
+        return 1 if refused else 0
+    if refused:
+        raise TransitionRefused(f"move-queue refused: {refused}")
+    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    progress(
+        f"move {request['queue']} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}"
+        f" (stop {request['queue']}'s consumers on {planned['from']}; start them on {planned['to']} when it succeeds)"
+    )
+    started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(request))
+    outcome = follow(sfn, started["executionArn"], timeout_s, progress)
+    print(json.dumps({"command": "move-queue", "region": region, **outcome}))
     return 0 if outcome["status"] == "SUCCEEDED" else 1

@@ -60,7 +60,14 @@ from brokersync_local.sync_worker import aws_environment
 from brokersync_local.world import LocalWorld, WorldPorts
 
 DrillMode = Literal[
-    "switchover", "failover", "failback", "region-loss", "dr-region-loss", "round-trips", "new-dr-region"
+    "switchover",
+    "failover",
+    "failback",
+    "region-loss",
+    "dr-region-loss",
+    "round-trips",
+    "new-dr-region",
+    "move-queue",
 ]
 #: Modes that run on regions of their own (brokersync_local.regions).
 REGION_MODES = ("region-loss", "dr-region-loss", "round-trips", "new-dr-region")
@@ -116,7 +123,7 @@ class Drill:
         self.out = out
         self.world = LocalWorld(load_topology(settings.topology), settings.state_dir, settings.ports)
         self.topology: Topology = self.world.topology
-        self.queue = drill_queue(self.topology, settings.queue)
+        self.queue = drill_queue(self.topology, settings.queue, settings.mode)
         #: The DR region's producer on an active-active queue (None for a one-way queue).
         self.front_end: Producer | None = None
         self.connectors = {b.name: StompConnector(b.stomp) for b in self.topology.brokers}
@@ -307,15 +314,23 @@ class Drill:
         time.sleep(max(0.0, self.timeline.started + switch_at - time.time()))
 
         self.phase = f"{settings.mode} running"
-        if settings.mode == "switchover":
-            self._switchover(producer, consumer)
+        if settings.mode == "move-queue":
+            # Only the queue's consumers move: the producers keep writing to both brokers, the
+            # pair's roles stay, and so does every other queue.
+            self._move_queue(consumer)
+            consumer.move_to(new, self.connectors[new])
+            self.timeline.mark(f"consumers of {self.queue} on {new}")
+            self.phase = f"{self.queue} consumed on {new}, produced on both"
         else:
-            self._failover()
-        for client in (producer, consumer):
-            client.move_to(new, self.connectors[new])
-        self.primary_now = new
-        self.timeline.mark("applications on the new primary")
-        self.phase = f"load on the new primary {new}"
+            if settings.mode == "switchover":
+                self._switchover(producer, consumer)
+            else:
+                self._failover()
+            for client in (producer, consumer):
+                client.move_to(new, self.connectors[new])
+            self.primary_now = new
+            self.timeline.mark("applications on the new primary")
+            self.phase = f"load on the new primary {new}"
 
         remaining = self.timeline.started + settings.duration - time.time()
         time.sleep(max(settings.min_after_switch_s, remaining))
@@ -348,7 +363,7 @@ class Drill:
         settings = self.settings
         if settings.kill_at is not None:
             return settings.kill_at
-        if settings.mode == "switchover":
+        if settings.mode in ("switchover", "move-queue"):  # planned
             return settings.duration / 2
         return random.Random(settings.seed).uniform(0.4, 0.7) * settings.duration
 
@@ -367,6 +382,18 @@ class Drill:
         self.facts["rto_s"] = round(self.timeline.mark("switchover succeeded") - quiesced, 3)
         if self.front_end is not None:
             self.front_end.move_to(new, self.connectors[new])
+
+    def _move_queue(self, consumer: Consumer) -> None:
+        """A planned move of the queue's consumption under load: its consumers stop on the old side, the
+        move waits for the drain and flips the queue's active side; the producers never stop."""
+        old, new = self.topology.primary.name, self.topology.dr.name
+        consumer.pause()
+        quiesced = self.timeline.mark(f"consumers of {self.queue} stopped on {old}")
+        self.facts["pending_purge_at_kill"] = len(self.log.consumed_on(old) & self._keys_on(new))
+        self.facts["in_bridge_at_kill"] = 0
+        request = {"queue": self.queue, "to": new, "timeoutSeconds": int(self.settings.execution_timeout_s)}
+        self.facts["execution"] = self._execute("MoveQueueStateMachine", request)
+        self.facts["rto_s"] = round(self.timeline.mark("queue move succeeded") - quiesced, 3)
 
     def _failover(self) -> None:
         old, new = self.topology.primary.name, self.topology.dr.name
@@ -478,12 +505,16 @@ class Drill:
         return result
 
 
-def drill_queue(topology: Topology, name: str | None) -> str:
+def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") -> str:
     """The queue a drill's applications use: ``name``, or the first sync queue keyed by correlation id.
 
     The drill counts messages by the ULID correlation ids its producers stamp, and loss and
     duplicates only mean something on a queue whose consumption is removed from the other broker.
     """
+    if name is None and mode == "move-queue":
+        name = next((q.name for q in topology.queues if q.copies_both_ways), None)
+        if name is None:
+            raise LocalWorldError("a move-queue drill needs an active-active queue (examples/active-active.yaml)")
     if name is None:
         return next(q for q in topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
     try:
@@ -494,6 +525,10 @@ def drill_queue(topology: Topology, name: str | None) -> str:
         raise LocalWorldError(
             f"--queue {name}: a drill needs a sync or active-active queue keyed by correlation-id "
             f"(this one is {queue.mode}, keyed by {queue.sync_key})"
+        )
+    if mode == "move-queue" and not queue.copies_both_ways:
+        raise LocalWorldError(
+            f"--queue {name}: only an active-active queue moves on its own (this one is {queue.mode})"
         )
     return name
 

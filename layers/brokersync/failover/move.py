@@ -11,8 +11,12 @@ flips:
 
 The move waits for all three, up to its timeout, and then writes the record with the queue's
 new active side. From the loops' next poll the new side's relay records the queue's
-consumption and the old side's purge removes it there; the application's consumers start on
-the new side once the execution has succeeded. Nothing is reconfigured and no broker
+consumption and the old side's purge removes it there. Until a loop has polled, it works
+under the record it read last: a relay on the new side would still drain the queue's
+advisories as the purge's own and record none of them. So the move succeeds only
+``settle_s`` after the write (two polls of the role record and the end of a relay batch), and
+the application's consumers start on the new side once the execution has succeeded; a
+consumer started earlier risks duplicates, never loss. Nothing is reconfigured and no broker
 restarts: both roles already render capture for active-active queues (:mod:`brokersync.sides`).
 """
 
@@ -24,12 +28,15 @@ from typing import Any
 
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.steps import FailoverEnvironment
+from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
-from brokersync.topology import CONSUMED_QUEUE, Broker
+from brokersync.topology import CONSUMED_QUEUE, Broker, Topology
 
 #: How long a move waits for the old side to drain unless the request says otherwise.
 DEFAULT_TIMEOUT_S = 600
 MAX_TIMEOUT_S = 3600
+#: After a role record write, every loop has polled it (twice) and ended the batch it was in.
+LOOPS_FOLLOW_S = int(2 * DEFAULT_POLL_S + 2)
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class MoveContext:
     started_at_ms: int
     timeout_s: int
     done: bool = False
+    #: How long after the flip every loop of both regions works under the new record.
+    settle_s: int = 0
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +63,31 @@ class MoveContext:
             return cls(**raw)  # type: ignore[arg-type]
         except TypeError as e:
             raise FailoverRequestError(f"not a move context: {e}") from e
+
+
+def plan_move(topology: Topology, assignment: RoleAssignment, raw: object, now_ms: int) -> MoveContext:
+    """The move ``raw`` asks for, checked against the topology and the role record (the CLI's ``--plan`` too)."""
+    if not isinstance(raw, dict):
+        raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
+    queue, target = raw.get("queue"), raw.get("to")
+    timeout = raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S)
+    names = sorted(b.name for b in topology.brokers)
+    if not isinstance(queue, str) or queue not in {q.name for q in topology.queues}:
+        raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
+    if topology.queue(queue).mode != "active-active":
+        raise FailoverRequestError(
+            f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
+        )
+    if target not in names:
+        raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
+        raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
+    if not assignment.sync_running:
+        raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
+    source = assignment.active_side(queue)
+    return MoveContext(
+        queue, source, str(target), assignment.epoch, now_ms, timeout, source == target, settle_s=LOOPS_FOLLOW_S
+    )
 
 
 class QueueMove:
@@ -68,27 +102,7 @@ class QueueMove:
 
     def plan(self, raw: object) -> MoveContext:
         """Check the request against the topology and the role record; say where the queue is consumed now."""
-        if not isinstance(raw, dict):
-            raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
-        queue, target = raw.get("queue"), raw.get("to")
-        timeout = raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S)
-        topology = self.env.topology
-        names = sorted(b.name for b in topology.brokers)
-        if not isinstance(queue, str) or queue not in {q.name for q in topology.queues}:
-            raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
-        if topology.queue(queue).mode != "active-active":
-            raise FailoverRequestError(
-                f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
-            )
-        if target not in names:
-            raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
-            raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
-        assignment = self.env.roles.assignment(topology)
-        if not assignment.sync_running:
-            raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
-        source = assignment.active_side(queue)
-        return MoveContext(queue, source, str(target), assignment.epoch, self._now_ms(), timeout, source == target)
+        return plan_move(self.env.topology, self.env.roles.assignment(self.env.topology), raw, self._now_ms())
 
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""
