@@ -1,4 +1,4 @@
-"""Drills on an active-active queue: produced to in both regions, consumed on the primary.
+"""Drills on an active-active queue: produced to in both regions, consumed on one side at a time.
 
 The pair runs ``examples/active-active.yaml``; the drill's applications use ``CARTS`` and a
 second producer writes to the DR broker throughout, as a front end in the DR region would.
@@ -51,6 +51,25 @@ def test_a_failover_of_an_active_active_queue_loses_nothing_beyond_the_bridge_an
     assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
     assert sum(o["produced"] for o in outcome["by_origin"].values()) == outcome["produced"]
     assert "by_origin" in Path(outcome["report"]).read_text()
+
+
+def test_moving_one_queues_consumption_under_load_loses_duplicates_and_leaves_behind_nothing(
+    tmp_path: Path,
+) -> None:
+    """Producers on both brokers never stop; the queue's consumers stop on the primary, the move
+    runs, they start on DR. What DR consumes afterwards must leave the primary (the purge now runs there)."""
+    outcome = _drill("move-queue", tmp_path)
+    topology = load_topology(TOPOLOGY)
+
+    assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
+    assert outcome["consumed_primary"] > 0 and outcome["consumed_dr"] > 0
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
+    assert outcome["by_origin"][topology.dr.name]["produced"] > 0
+
+
+def test_a_move_drill_refuses_a_queue_that_is_not_active_active() -> None:
+    with pytest.raises(LocalWorldError, match="only an active-active queue"):
+        drill_queue(load_topology(TOPOLOGY), "ORDERS", "move-queue")
 
 
 def test_a_drill_refuses_a_queue_whose_consumption_is_not_removed() -> None:

@@ -142,3 +142,17 @@ def test_messages_produced_on_dr_to_an_active_active_queue_are_shown_until_they_
     status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, {"queues": queues}, [], [])
 
     assert "produced on DR, not yet copied to the primary (active-active): CARTS 1,234" in format_status(status)
+
+
+def test_a_queue_consumed_on_dr_is_named_on_the_status_line(mocked_aws: None) -> None:
+    topology = load_topology(ROOT / "examples" / "active-active.yaml")
+    for region in ("us-east-1", "us-west-2"):
+        create_ledger_table(boto3.client("dynamodb", region_name=region), TABLE, ROOT / "template.yaml")
+    moved = RoleAssignment.initial(topology).moved("CARTS", "orders-usw2", "MOVE CARTS exec-1")
+    for region in ("us-east-1", "us-west-2"):
+        RoleStore(_records(region)).write(moved)
+
+    status = _reader(topology).read()
+
+    assert status.active == {"CARTS": "orders-usw2"}
+    assert "consumed off the primary: CARTS on orders-usw2" in format_status(status)

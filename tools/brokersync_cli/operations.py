@@ -138,6 +138,8 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
     reader = StatusReader(load_topology(args.topology), _table(args.pair))
     region = boto3.session.Session().region_name or "us-east-1"
     request = {"queue": args.queue, "to": args.to, "timeoutSeconds": args.drain_timeout}
+    if args.old_side_lost:
+        request["oldSideLost"] = True
     try:
         return run_move(reader, request, dry_run=args.plan, timeout_s=args.timeout, default_region=region)
     except TransitionRefused as e:
@@ -175,6 +177,12 @@ def add_parsers(sub: Any) -> None:
     move.add_argument("--to", required=True, help="the broker (topology name) that consumes the queue afterwards")
     move.add_argument(
         "--drain-timeout", type=int, default=600, help="seconds the move waits for the old side to drain (600)"
+    )
+    move.add_argument(
+        "--old-side-lost",
+        action="store_true",
+        help="the broker consuming the queue now is lost with its region: wait only for the new side's purge"
+        " (what it consumed and had not relayed becomes duplicates; nothing is lost)",
     )
     move.add_argument("--plan", action="store_true", help="touch nothing: check the move and print its steps")
     move.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")

@@ -58,6 +58,8 @@ class RegionView:
     purge_loops_running: int | None = None
     alarms_in_alarm: list[str] = field(default_factory=list)
     unreachable: str | None = None
+    #: Active-active queues consumed on the DR broker (queue -> broker), the role record's overrides.
+    active: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,6 +74,8 @@ class PairStatus:
     warnings: list[str]
     verdict: str = "healthy"
     code: int = HEALTHY
+    #: Queues consumed elsewhere than on the primary (queue -> broker).
+    active: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +142,15 @@ class StatusReader:
         problems = list(dict.fromkeys(problems))
         health = self._health(newest.region, [v.region for v in readable])
         status = PairStatus(
-            newest.primary, newest.dr, newest.epoch, newest.sync_running, views, health, problems, warnings
+            newest.primary,
+            newest.dr,
+            newest.epoch,
+            newest.sync_running,
+            views,
+            health,
+            problems,
+            warnings,
+            active=newest.active,
         )
         self._judge_health(status)
         return _judge(status)
@@ -152,6 +164,7 @@ class StatusReader:
         try:
             assignment = RoleStore(self.records(region)).assignment(self.topology)
             view.epoch, view.sync_running = assignment.epoch, assignment.sync_running
+            view.active = dict(assignment.active)
             now = apply_roles(self.topology, assignment)
             view.primary, view.dr = now.primary.name, now.dr.name
             transition = TransitionStore(self.records(region)).read()
@@ -293,6 +306,9 @@ def _endpoint(service: str) -> str | None:
 def format_status(status: PairStatus) -> str:
     """The status as a person reads it: the verdict first, then why, then the figures."""
     lines = [f"pair: {status.verdict}   primary {status.primary}   DR {status.dr}   epoch {status.epoch}"]
+    if status.active:
+        moved = ", ".join(f"{queue} on {broker}" for queue, broker in sorted(status.active.items()))
+        lines.append(f"consumed off the primary: {moved}")
     lines += [f"  ! {p}" for p in status.problems] + [f"  ~ {w}" for w in status.warnings]
     lines.append("regions:")
     for view in status.regions.values():

@@ -26,6 +26,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.steps import FailoverEnvironment
 from brokersync.role_gate import DEFAULT_POLL_S
@@ -53,6 +54,10 @@ class MoveContext:
     done: bool = False
     #: How long after the flip every loop of both regions works under the new record.
     settle_s: int = 0
+    #: The old side's region is lost: its consumers and advisories cannot be read, so the move
+    #: waits only for the new side's purge. What the lost side consumed and had not relayed
+    #: becomes duplicates; nothing is lost (every copy on the new side stays until consumed).
+    old_side_lost: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,11 +87,22 @@ def plan_move(topology: Topology, assignment: RoleAssignment, raw: object, now_m
         raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
         raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
+    lost = raw.get("oldSideLost", False)
+    if not isinstance(lost, bool):
+        raise FailoverRequestError(f"oldSideLost must be true or false, got {lost!r}")
     if not assignment.sync_running:
         raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
     source = assignment.active_side(queue)
     return MoveContext(
-        queue, source, str(target), assignment.epoch, now_ms, timeout, source == target, settle_s=LOOPS_FOLLOW_S
+        queue,
+        source,
+        str(target),
+        assignment.epoch,
+        now_ms,
+        timeout,
+        source == target,
+        settle_s=LOOPS_FOLLOW_S,
+        old_side_lost=lost,
     )
 
 
@@ -107,14 +123,22 @@ class QueueMove:
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""
         self._same_epoch(ctx)
-        stats = self.env.statistics(self._broker(ctx.source)).queue_stats([ctx.queue, CONSUMED_QUEUE])
-        queue = stats.get(ctx.queue)
-        consumers = queue.consumer_count if queue else 0
-        audit = self.env.ledger.backend.audits(ctx.queue).get(queue.broker_id) if queue else None  # type: ignore[attr-defined]
-        unrelayed = max(0, queue.dequeue_count - (audit.captured if audit else 0)) if queue else 0
         pending = len(self.env.ledger.pending(ctx.queue, limit=1000, read_only=True))
-        advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
-        ready = consumers == 0 and unrelayed == 0 and pending == 0
+        consumers = unrelayed = advisories = 0
+        unreadable = ""
+        if not ctx.old_side_lost:
+            try:
+                stats = self.env.statistics(self._broker(ctx.source)).queue_stats([ctx.queue, CONSUMED_QUEUE])
+            except BrokerUnavailableError as e:
+                unreadable, stats = str(e), {}
+            queue = stats.get(ctx.queue)
+            if queue is not None:
+                consumers = queue.consumer_count
+                audits = self.env.ledger.backend.audits(ctx.queue)  # type: ignore[attr-defined]
+                captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
+                unrelayed = max(0, queue.dequeue_count - captured)
+            advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
+        ready = consumers == 0 and unrelayed == 0 and pending == 0 and not unreadable
         figures = {
             "ready": ready,
             "consumersOnOldSide": consumers,
@@ -122,9 +146,16 @@ class QueueMove:
             "advisoriesWaiting": advisories,
             "pendingPurge": pending,
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
+            "oldSideLost": ctx.old_side_lost,
+            "oldSideUnreadable": unreadable or None,
         }
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
             waits = []
+            if unreadable:
+                waits.append(
+                    f"{ctx.source} cannot be read ({unreadable}); if its region is lost, start the move again "
+                    "with oldSideLost (brokersync move-queue --old-side-lost)"
+                )
             if consumers:
                 waits.append(f"{consumers} application consumer(s) still on {ctx.queue} at {ctx.source}")
             if unrelayed:

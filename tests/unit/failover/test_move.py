@@ -9,6 +9,7 @@ import pytest
 from ulid import ULID
 
 from brokersync.broker.statistics import QueueStats
+from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.move import QueueMove
 from brokersync.failover.steps import FailoverEnvironment
@@ -34,6 +35,11 @@ class _Broker:
             return QueueStats(name, 0, dequeued, dequeued, dequeued, 0, 0, consumers, "ID:east-1", EAST)
 
         return {"CARTS": stats("CARTS", self.consumers, self.dequeued), CONSUMED_QUEUE: stats(CONSUMED_QUEUE, 1, 0)}
+
+
+class _Lost:
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
 
 
 class _Events:
@@ -199,3 +205,27 @@ def test_the_completed_move_is_announced_with_its_duration(move: QueueMove, cloc
 def test_a_role_assignment_moved_back_is_the_pair_level_roles_again() -> None:
     start = RoleAssignment(primary=EAST, dr=WEST)
     assert start.moved("CARTS", WEST, "a").moved("CARTS", EAST, "b").active == {}
+
+
+def test_an_unreadable_old_side_is_waited_for_and_the_timeout_names_the_way_out(move: QueueMove, clock: _Clock) -> None:
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 10})
+    assert move.status(ctx)["ready"] is False
+    clock.now += 11
+    with pytest.raises(MoveNotReadyError, match="oldSideLost"):
+        move.status(ctx)
+
+
+def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(move: QueueMove) -> None:
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    move.env.ledger.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    assert move.status(ctx)["ready"] is False  # what was consumed on the lost side must leave the new side first
+    move.env.ledger.mark_purged("CARTS", move.env.ledger.pending("CARTS"))
+    assert move.status(ctx)["ready"] is True
+    assert move.flip(ctx, "exec-1")["changed"] is True
+
+
+def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
+    with pytest.raises(FailoverRequestError, match="oldSideLost"):
+        move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": "yes"})
