@@ -49,6 +49,8 @@ DRILLS: dict[str, tuple[Any, ...]] = {
     "active-active-switchover": ("switchover", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
     "active-active-failover": ("failover", ACTIVE_ACTIVE, 200, 30, 15, "CARTS"),
     "active-active-region-loss": ("region-loss", ACTIVE_ACTIVE, 200, 30, 15, "CARTS"),
+    # One queue's consumers moved to the DR broker under load; the producers on both never stop.
+    "active-active-move-queue": ("move-queue", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
 }
 
 
