@@ -18,6 +18,7 @@ from brokersync.ledger.control import ControlRecords
 from brokersync.metrics import RecordingMetrics
 from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import CONSUMED_QUEUE, Broker, load_topology
+from tests.events import load_event
 
 ROOT = Path(__file__).resolve().parents[3]
 EAST, WEST = "orders-use1", "orders-usw2"
@@ -229,3 +230,8 @@ def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(move
 def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
     with pytest.raises(FailoverRequestError, match="oldSideLost"):
         move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": "yes"})
+
+
+def test_the_sample_event_is_a_move_the_example_topology_accepts(move: QueueMove) -> None:
+    ctx = move.plan(load_event("move-queue"))
+    assert (ctx.queue, ctx.target, ctx.timeout_s) == ("CARTS", WEST, 600)
