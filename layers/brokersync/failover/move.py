@@ -9,6 +9,9 @@ flips:
    (the audit's captured count has reached the broker's dequeue counter);
 3. every key recorded for the queue has been removed on the new side (nothing pending).
 
+The old side purges the queue afterwards, so the flip also makes sure a purge loop runs in
+the old side's region (a pair's primary region runs none while it purges nothing).
+
 The move waits for all three, up to its timeout, and then writes the record with the queue's
 new active side. From the loops' next poll the new side's relay records the queue's
 consumption and the old side's purge removes it there. Until a loop has polled, it works
@@ -171,14 +174,18 @@ class QueueMove:
         """Write the queue's new active side, if the old side is still drained and no one else wrote first."""
         assignment = self.env.roles.assignment(self.env.topology)
         if assignment.active_side(ctx.queue) == ctx.target:
-            return {"epoch": assignment.epoch, "changed": False}
+            loop = {} if ctx.old_side_lost else self.env.sync.ensure_purge_loop(self._broker(ctx.source).region)
+            return {"epoch": assignment.epoch, "changed": False, **loop}
         self._same_epoch(ctx, assignment)
         if not self.status(ctx)["ready"]:
             raise TransitionConflictError(f"{ctx.queue} is no longer drained on {ctx.source}: start the move again")
         updated = assignment.moved(ctx.queue, ctx.target, f"MOVE {ctx.queue} {execution}")
         apply_roles(self.env.topology, updated)  # refuses an override the topology cannot honour
         written = self.env.roles.write(updated)
-        return {"epoch": written.epoch, "changed": True, "active": written.active}
+        loop: dict[str, Any] = {}
+        if not ctx.old_side_lost:  # the old side purges the queue from now on, by its region's loop
+            loop = self.env.sync.ensure_purge_loop(self._broker(ctx.source).region)
+        return {"epoch": written.epoch, "changed": True, "active": written.active, **loop}
 
     def complete(self, ctx: MoveContext) -> dict[str, Any]:
         seconds = round((self._now_ms() - ctx.started_at_ms) / 1000, 3)

@@ -120,6 +120,11 @@ class SyncControl:
         result: dict[str, Any] = {"relayRule": self.switches.relay_rule, "mappings": len(mappings)}
         return result | self._start_loop(dr_region, remote_loop)
 
+    def ensure_purge_loop(self, region: str | None) -> dict[str, Any]:
+        """A purge loop running in ``region`` (None: this one), started unless one runs: a queue
+        moved to the DR broker is purged on the primary, by the primary region's loop."""
+        return self._start_loop(region)
+
     def _start_loop(self, dr_region: str | None, remote_loop: bool = True) -> dict[str, Any]:
         arn = self.switches.purge_loop_arn
         if not arn:

@@ -51,6 +51,15 @@ class _Events:
         self.sent += Entries
 
 
+class _Sync:
+    def __init__(self) -> None:
+        self.loops: list[str | None] = []
+
+    def ensure_purge_loop(self, region: str | None) -> dict[str, Any]:
+        self.loops.append(region)
+        return {"purgeLoopRegion": region}
+
+
 class _Clock:
     now = 1_000.0
 
@@ -81,7 +90,7 @@ def move(control_records: ControlRecords, old_side: _Broker, clock: _Clock) -> Q
         roles=RoleStore(control_records),
         transitions=None,  # type: ignore[arg-type]
         brokers=None,  # type: ignore[arg-type]
-        sync=None,  # type: ignore[arg-type]
+        sync=_Sync(),  # type: ignore[arg-type]
         s3=None,
         bucket="",
         events=_Events(),
@@ -104,6 +113,8 @@ def test_a_drained_queue_moves_with_one_role_record_write(move: QueueMove) -> No
     assignment = move.env.roles.assignment(move.env.topology)
     assert result["changed"] and assignment.active == {"CARTS": WEST} and assignment.primary == EAST
     assert assignment.epoch == ctx.epoch + 1 and assignment.sync_running
+    # The primary purges CARTS from now on: its region's purge loop must run.
+    assert move.env.sync.loops == ["us-east-1"]  # type: ignore[attr-defined]
 
 
 def test_a_second_flip_changes_nothing(move: QueueMove) -> None:
@@ -225,6 +236,7 @@ def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(move
     move.env.ledger.mark_purged("CARTS", move.env.ledger.pending("CARTS"))
     assert move.status(ctx)["ready"] is True
     assert move.flip(ctx, "exec-1")["changed"] is True
+    assert move.env.sync.loops == []  # type: ignore[attr-defined]  # nothing to start in the lost region
 
 
 def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
