@@ -51,6 +51,8 @@ DRILLS: dict[str, tuple[Any, ...]] = {
     "active-active-region-loss": ("region-loss", ACTIVE_ACTIVE, 200, 30, 15, "CARTS"),
     # One queue's consumers moved to the DR broker under load; the producers on both never stop.
     "active-active-move-queue": ("move-queue", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
+    # Two regions: that move, then the DR region lost while it consumes CARTS, and the move back.
+    "active-active-move-then-region-loss": ("move-then-region-loss", ACTIVE_ACTIVE, 200, 40, None, "CARTS"),
 }
 
 

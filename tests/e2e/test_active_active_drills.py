@@ -92,3 +92,17 @@ def test_the_primarys_region_lost_with_producers_in_both_regions_loses_nothing_b
     assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
     assert outcome["already_consumed_on_old_primary"] == 0
     assert outcome["by_origin"][load_topology(TOPOLOGY).dr.name]["lost"] == 0  # produced on the survivor
+
+
+def test_a_queue_moved_to_dr_then_lost_with_its_region_comes_back_without_loss_and_within_its_duplicate_bound(
+    tmp_path: Path,
+) -> None:
+    """Two regions: CARTS moves to DR under load, the DR region is lost while it consumes CARTS,
+    and CARTS moves back to the primary with the old side lost; then the region returns."""
+    outcome = drill("move-then-region-loss", TOPOLOGY, tmp_path, REGION_PORTS, queue="CARTS", duration=32, kill_at=None)
+
+    assert outcome["lost"] == 0
+    assert outcome["consumed_dr"] > 0  # the queue really was consumed in the region that was lost
+    assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
+    # Nothing consumed is left on either broker once the returned region's purge has run.
+    assert outcome["consumed_left_on"] == dict.fromkeys(outcome["consumed_left_on"], 0)

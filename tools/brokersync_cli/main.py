@@ -108,6 +108,7 @@ DRILL_MODES = [
     "round-trips",
     "new-dr-region",
     "move-queue",
+    "move-then-region-loss",
 ]
 
 
@@ -140,7 +141,8 @@ def _add_demo_and_drill(sub: Any) -> None:
         " then back; round-trips: switchover and back, twice; new-dr-region: the primary's region lost for good and"
         " the survivor re-paired with a broker in a third region. These four run on regions of their own;"
         " move-queue: an active-active queue's consumers moved to the DR broker under load from producers on"
-        " both (--topology examples/active-active.yaml)",
+        " both (--topology examples/active-active.yaml); move-then-region-loss: that move on two regions, then the"
+        " DR region lost with the queue consumed there and the queue moved back with --old-side-lost",
     )
     drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
     drill.add_argument(

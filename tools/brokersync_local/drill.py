@@ -68,9 +68,12 @@ DrillMode = Literal[
     "round-trips",
     "new-dr-region",
     "move-queue",
+    "move-then-region-loss",
 ]
 #: Modes that run on regions of their own (brokersync_local.regions).
-REGION_MODES = ("region-loss", "dr-region-loss", "round-trips", "new-dr-region")
+REGION_MODES = ("region-loss", "dr-region-loss", "round-trips", "new-dr-region", "move-then-region-loss")
+#: Modes that move one active-active queue's consumers on their own.
+MOVE_MODES = ("move-queue", "move-then-region-loss")
 #: A drill never shares ports with `brokersync local up` or the test suite's pair.
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
 
@@ -511,7 +514,7 @@ def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") 
     The drill counts messages by the ULID correlation ids its producers stamp, and loss and
     duplicates only mean something on a queue whose consumption is removed from the other broker.
     """
-    if name is None and mode == "move-queue":
+    if name is None and mode in MOVE_MODES:
         name = next((q.name for q in topology.queues if q.copies_both_ways), None)
         if name is None:
             raise LocalWorldError("a move-queue drill needs an active-active queue (examples/active-active.yaml)")
@@ -526,7 +529,7 @@ def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") 
             f"--queue {name}: a drill needs a sync or active-active queue keyed by correlation-id "
             f"(this one is {queue.mode}, keyed by {queue.sync_key})"
         )
-    if mode == "move-queue" and not queue.copies_both_ways:
+    if mode in MOVE_MODES and not queue.copies_both_ways:
         raise LocalWorldError(
             f"--queue {name}: only an active-active queue moves on its own (this one is {queue.mode})"
         )
@@ -565,6 +568,7 @@ def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> di
     if settings.mode in REGION_MODES:  # they subclass Drill, so they are imported here
         from brokersync_local.dr_region_drill import DrRegionLossDrill  # noqa: PLC0415
         from brokersync_local.new_dr_region_drill import NewDrRegionDrill  # noqa: PLC0415
+        from brokersync_local.queue_region_drill import MoveThenRegionLossDrill  # noqa: PLC0415
         from brokersync_local.region_drill import RegionLossDrill  # noqa: PLC0415
         from brokersync_local.round_trip_drill import RoundTripDrill  # noqa: PLC0415
 
@@ -573,6 +577,7 @@ def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> di
             "dr-region-loss": DrRegionLossDrill,
             "round-trips": RoundTripDrill,
             "new-dr-region": NewDrRegionDrill,
+            "move-then-region-loss": MoveThenRegionLossDrill,
         }
         return drills[settings.mode](settings, out).run()
     return Drill(settings, out).run()
