@@ -397,6 +397,7 @@ class Drill:
         request = {"queue": self.queue, "to": new, "timeoutSeconds": int(self.settings.execution_timeout_s)}
         self.facts["execution"] = self._execute("MoveQueueStateMachine", request)
         self.facts["rto_s"] = round(self.timeline.mark("queue move succeeded") - quiesced, 3)
+        self.facts["move_drain_s"] = move_drain_s(self.facts["execution"])
 
     def _failover(self) -> None:
         old, new = self.topology.primary.name, self.topology.dr.name
@@ -487,6 +488,8 @@ class Drill:
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
         result["queue"] = self.queue
+        if "move_drain_s" in self.facts:
+            result["move_drain_s"] = self.facts["move_drain_s"]
         if self.front_end is not None:
             with self.log.lock:
                 origin = dict(self.log.sent_to)
@@ -506,6 +509,12 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         return result
+
+
+def move_drain_s(output: dict[str, Any]) -> float | None:
+    """How long a queue move waited for the old side to drain (its last DrainStatus), from its output."""
+    figures = ((output.get("status") or {}).get("Payload")) or {}
+    return figures.get("waitedSeconds")
 
 
 def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") -> str:

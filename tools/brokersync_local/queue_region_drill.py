@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from brokersync_local.drill import Drill
+from brokersync_local.drill import Drill, move_drain_s
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.region_drill import RegionLossDrill
 
@@ -49,6 +49,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         quiesced = self.timeline.mark(f"consumers of {self.queue} stopped on {east}")
         self.facts["move"] = self._execute_in(self.away, "MoveQueueStateMachine", self._move(west))
         self.facts["move_s"] = round(self.timeline.mark(f"{self.queue} moved to {west}") - quiesced, 3)
+        self.facts["move_drain_s"] = move_drain_s(self.facts["move"])
         consumer.move_to(west, self.connectors[west])
         self.phase = f"{self.queue} consumed on {west}, produced on both"
         time.sleep(phase_s)
