@@ -78,11 +78,12 @@ class RoleAssignment:
         """The broker that consumes ``queue`` now (its override, else the pair's primary)."""
         return self.active.get(queue, self.primary)
 
-    def moved(self, queue: str, to: str, reason: str, now: datetime | None = None) -> RoleAssignment:
-        """The next epoch with ``queue`` consumed on ``to`` (an override only where it differs from the primary)."""
-        active = {q: b for q, b in self.active.items() if q != queue}
+    def moved(self, queues: str | Sequence[str], to: str, reason: str, now: datetime | None = None) -> RoleAssignment:
+        """The next epoch with ``queues`` consumed on ``to`` (an override only where it differs from the primary)."""
+        names = {queues} if isinstance(queues, str) else set(queues)
+        active = {q: b for q, b in self.active.items() if q not in names}
         if to != self.primary:
-            active[queue] = to
+            active |= dict.fromkeys(sorted(names), to)
         return self.next(reason, now, active=active)
 
     def next(self, reason: str, now: datetime | None = None, **changes: Any) -> RoleAssignment:

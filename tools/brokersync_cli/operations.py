@@ -137,7 +137,10 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
 
     reader = StatusReader(load_topology(args.topology), _table(args.pair))
     region = boto3.session.Session().region_name or "us-east-1"
-    request = {"queue": args.queue, "to": args.to, "timeoutSeconds": args.drain_timeout}
+    if bool(args.queues) == bool(args.all_from):
+        raise FailoverRequestError("name the queues to move, or --all-from BROKER (not both)")
+    named: dict[str, Any] = {"queues": args.queues} if args.queues else {"from": args.all_from}
+    request = {**named, "to": args.to, "timeoutSeconds": args.drain_timeout}
     if args.old_side_lost:
         request["oldSideLost"] = True
     try:
@@ -173,7 +176,10 @@ def add_parsers(sub: Any) -> None:
         "queue's active side in the role record: no reboot, no configuration change, 0 lost and 0 duplicates. "
         "Start the consumers on the new side once it succeeds. --plan only checks and prints what it would do.",
     )
-    move.add_argument("queue", help="an active-active queue of the topology")
+    move.add_argument("queues", nargs="*", metavar="QUEUE", help="active-active queues of the topology, moved together")
+    move.add_argument(
+        "--all-from", metavar="BROKER", help="every active-active queue consumed on BROKER now (a lost region's)"
+    )
     move.add_argument("--to", required=True, help="the broker (topology name) that consumes the queue afterwards")
     move.add_argument(
         "--drain-timeout", type=int, default=600, help="seconds the move waits for the old side to drain (600)"

@@ -283,6 +283,7 @@ def run_move(
         "would_run_in": region,
         "state_machine": machine["stateMachineArn"],
         "input": request,
+        "queues": ctx.queues if ctx else None,
         "from": ctx.source if ctx else None,
         "to": request.get("to"),
         "nothing_to_do": bool(ctx and ctx.done),
@@ -295,9 +296,10 @@ def run_move(
     if refused:
         raise TransitionRefused(f"move-queue refused: {refused}")
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    queues = ", ".join(ctx.queues) if ctx else "?"
     progress(
-        f"move {request['queue']} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}"
-        f" (stop {request['queue']}'s consumers on {planned['from']}; start them on {planned['to']} when it succeeds)"
+        f"move {queues} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}"
+        f" (stop their consumers on {planned['from']}; start them on {planned['to']} when it succeeds)"
     )
     started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(request))
     outcome = follow(sfn, started["executionArn"], timeout_s, progress)

@@ -47,7 +47,8 @@ LOOPS_FOLLOW_S = int(2 * DEFAULT_POLL_S + 2)
 class MoveContext:
     """What the state machine carries between the move's steps."""
 
-    queue: str
+    #: The queues moved together, all consumed on ``source`` when the move was planned.
+    queues: list[str]
     source: str
     target: str
     #: The role record's epoch the move was planned on: a flip over any other epoch is refused.
@@ -73,37 +74,60 @@ class MoveContext:
             raise FailoverRequestError(f"not a move context: {e}") from e
 
 
+def _requested_queues(topology: Topology, assignment: RoleAssignment, raw: dict[str, Any]) -> list[str]:
+    """The queues ``raw`` names: ``queue``, ``queues``, or ``from`` (every active-active queue consumed there)."""
+    given = [k for k in ("queue", "queues", "from") if k in raw]
+    if len(given) != 1:
+        raise FailoverRequestError("a move names exactly one of queue, queues or from")
+    if "from" in raw:
+        source = raw["from"]
+        if source not in {b.name for b in topology.brokers}:
+            raise FailoverRequestError(
+                f"from must be one of {sorted(b.name for b in topology.brokers)}, got {source!r}"
+            )
+        return [q.name for q in topology.queues if q.copies_both_ways and assignment.active_side(q.name) == source]
+    queues = [raw["queue"]] if "queue" in raw else raw["queues"]
+    if not isinstance(queues, list) or not queues:
+        raise FailoverRequestError("queues must be a non-empty list of queue names")
+    known = {q.name for q in topology.queues}
+    for queue in queues:
+        if not isinstance(queue, str) or queue not in known:
+            raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
+        if topology.queue(queue).mode != "active-active":
+            raise FailoverRequestError(
+                f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
+            )
+    return list(dict.fromkeys(queues))
+
+
 def plan_move(topology: Topology, assignment: RoleAssignment, raw: object, now_ms: int) -> MoveContext:
     """The move ``raw`` asks for, checked against the topology and the role record (the CLI's ``--plan`` too)."""
     if not isinstance(raw, dict):
         raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
-    queue, target = raw.get("queue"), raw.get("to")
-    timeout = raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S)
+    target, timeout, lost = raw.get("to"), raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S), raw.get("oldSideLost", False)
     names = sorted(b.name for b in topology.brokers)
-    if not isinstance(queue, str) or queue not in {q.name for q in topology.queues}:
-        raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
-    if topology.queue(queue).mode != "active-active":
-        raise FailoverRequestError(
-            f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
-        )
+    queues = _requested_queues(topology, assignment, raw)
     if target not in names:
         raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
         raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
-    lost = raw.get("oldSideLost", False)
     if not isinstance(lost, bool):
         raise FailoverRequestError(f"oldSideLost must be true or false, got {lost!r}")
     if not assignment.sync_running:
         raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
-    source = assignment.active_side(queue)
+    moving = [q for q in queues if assignment.active_side(q) != target]
+    sources = sorted({assignment.active_side(q) for q in moving})
+    if len(sources) > 1:
+        raise FailoverRequestError(f"the queues are consumed on {sources}: move those of one broker at a time")
+    source = sources[0] if sources else str(target)
     return MoveContext(
-        queue,
+        moving or queues,
         source,
         str(target),
         assignment.epoch,
         now_ms,
         timeout,
-        source == target,
+        not moving,
         settle_s=LOOPS_FOLLOW_S,
         old_side_lost=lost,
     )
@@ -126,28 +150,32 @@ class QueueMove:
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""
         self._same_epoch(ctx)
-        pending = len(self.env.ledger.pending(ctx.queue, limit=1000, read_only=True))
-        consumers = unrelayed = advisories = 0
-        unreadable = ""
+        pending = {q: len(self.env.ledger.pending(q, limit=1000, read_only=True)) for q in ctx.queues}
+        consumers = dict.fromkeys(ctx.queues, 0)
+        unrelayed = dict.fromkeys(ctx.queues, 0)
+        advisories, unreadable = 0, ""
         if not ctx.old_side_lost:
             try:
-                stats = self.env.statistics(self._broker(ctx.source)).queue_stats([ctx.queue, CONSUMED_QUEUE])
+                stats = self.env.statistics(self._broker(ctx.source)).queue_stats([*ctx.queues, CONSUMED_QUEUE])
             except BrokerUnavailableError as e:
                 unreadable, stats = str(e), {}
-            queue = stats.get(ctx.queue)
-            if queue is not None:
-                consumers = queue.consumer_count
-                audits = self.env.ledger.backend.audits(ctx.queue)  # type: ignore[attr-defined]
+            for name in ctx.queues:
+                queue = stats.get(name)
+                if queue is None:
+                    continue
+                consumers[name] = queue.consumer_count
+                audits = self.env.ledger.backend.audits(name)  # type: ignore[attr-defined]
                 captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
-                unrelayed = max(0, queue.dequeue_count - captured)
+                unrelayed[name] = max(0, queue.dequeue_count - captured)
             advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
-        ready = consumers == 0 and unrelayed == 0 and pending == 0 and not unreadable
+        left = sum(consumers.values()) + sum(unrelayed.values()) + sum(pending.values())
+        ready = left == 0 and not unreadable
         figures = {
             "ready": ready,
-            "consumersOnOldSide": consumers,
-            "departuresNotRelayed": unrelayed,
+            "consumersOnOldSide": sum(consumers.values()),
+            "departuresNotRelayed": sum(unrelayed.values()),
             "advisoriesWaiting": advisories,
-            "pendingPurge": pending,
+            "pendingPurge": sum(pending.values()),
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,
@@ -159,27 +187,30 @@ class QueueMove:
                     f"{ctx.source} cannot be read ({unreadable}); if its region is lost, start the move again "
                     "with oldSideLost (brokersync move-queue --old-side-lost)"
                 )
-            if consumers:
-                waits.append(f"{consumers} application consumer(s) still on {ctx.queue} at {ctx.source}")
-            if unrelayed:
-                waits.append(f"{unrelayed} departures from {ctx.source} not yet relayed")
-            if pending:
-                waits.append(f"{pending} consumed keys not yet removed from {ctx.target}")
+            for name in ctx.queues:
+                if consumers[name]:
+                    waits.append(f"{consumers[name]} application consumer(s) still on {name} at {ctx.source}")
+                if unrelayed[name]:
+                    waits.append(f"{unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
+                if pending[name]:
+                    waits.append(f"{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
             raise MoveNotReadyError(
-                f"{ctx.queue} is still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
+                f"{', '.join(ctx.queues)} still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
             )
         return figures
 
     def flip(self, ctx: MoveContext, execution: str) -> dict[str, Any]:
         """Write the queue's new active side, if the old side is still drained and no one else wrote first."""
         assignment = self.env.roles.assignment(self.env.topology)
-        if assignment.active_side(ctx.queue) == ctx.target:
+        if all(assignment.active_side(q) == ctx.target for q in ctx.queues):
             loop = {} if ctx.old_side_lost else self.env.sync.ensure_purge_loop(self._broker(ctx.source).region)
             return {"epoch": assignment.epoch, "changed": False, **loop}
         self._same_epoch(ctx, assignment)
         if not self.status(ctx)["ready"]:
-            raise TransitionConflictError(f"{ctx.queue} is no longer drained on {ctx.source}: start the move again")
-        updated = assignment.moved(ctx.queue, ctx.target, f"MOVE {ctx.queue} {execution}")
+            raise TransitionConflictError(
+                f"{', '.join(ctx.queues)} no longer drained on {ctx.source}: start the move again"
+            )
+        updated = assignment.moved(ctx.queues, ctx.target, f"MOVE {','.join(ctx.queues)} {execution}")
         apply_roles(self.env.topology, updated)  # refuses an override the topology cannot honour
         written = self.env.roles.write(updated)
         loop: dict[str, Any] = {}
@@ -189,7 +220,7 @@ class QueueMove:
 
     def complete(self, ctx: MoveContext) -> dict[str, Any]:
         seconds = round((self._now_ms() - ctx.started_at_ms) / 1000, 3)
-        detail = {"queue": ctx.queue, "from": ctx.source, "to": ctx.target, "seconds": seconds}
+        detail = {"queues": ctx.queues, "from": ctx.source, "to": ctx.target, "seconds": seconds}
         self.env.metrics.add_metric("QueueMoveSeconds", "Seconds", seconds)
         self.env.events.put_events(
             Entries=[

@@ -188,6 +188,10 @@ def test_a_flip_that_finds_a_consumer_back_on_the_old_side_is_refused(move: Queu
     [
         ({"queue": "ORDERS", "to": WEST}, "only active-active"),
         ({"queue": "NOPE", "to": WEST}, "one of the topology's queues"),
+        ({"queues": [], "to": WEST}, "non-empty list"),
+        ({"queue": "CARTS", "from": EAST, "to": WEST}, "exactly one of"),
+        ({"to": WEST}, "exactly one of"),
+        ({"from": "orders-euw1", "to": WEST}, "from must be one of"),
         ({"queue": "CARTS", "to": "orders-euw1"}, "to must be one of"),
         ({"queue": "CARTS", "to": WEST, "timeoutSeconds": 1}, "timeoutSeconds"),
         ({"queue": "CARTS", "to": WEST, "timeoutSeconds": True}, "timeoutSeconds"),
@@ -210,7 +214,7 @@ def test_the_completed_move_is_announced_with_its_duration(move: QueueMove, cloc
     ctx = move.plan({"queue": "CARTS", "to": WEST})
     clock.now += 4
     detail = move.complete(ctx)
-    assert detail == {"queue": "CARTS", "from": EAST, "to": WEST, "seconds": 4.0}
+    assert detail == {"queues": ["CARTS"], "from": EAST, "to": WEST, "seconds": 4.0}
     assert move.env.events.sent[0]["DetailType"] == "BrokerSync Queue Moved"  # type: ignore[attr-defined]
 
 
@@ -246,4 +250,21 @@ def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
 
 def test_the_sample_event_is_a_move_the_example_topology_accepts(move: QueueMove) -> None:
     ctx = move.plan(load_event("move-queue"))
-    assert (ctx.queue, ctx.target, ctx.timeout_s) == ("CARTS", WEST, 600)
+    assert (ctx.queues, ctx.target, ctx.timeout_s) == (["CARTS"], WEST, 600)
+
+
+def test_every_queue_consumed_on_a_lost_broker_moves_back_in_one_execution(move: QueueMove) -> None:
+    """A region loss of the broker consuming some queues: one move names the broker, not each queue."""
+    there = move.env.roles.assignment(move.env.topology).moved("CARTS", WEST, "MOVE CARTS exec-0")
+    move.env.roles.write(there)
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+
+    ctx = move.plan({"from": WEST, "to": EAST, "oldSideLost": True})
+    assert (ctx.queues, ctx.source, ctx.done) == (["CARTS"], WEST, False)
+    move.flip(ctx, "exec-1")
+
+    assert move.env.roles.assignment(move.env.topology).active == {}
+
+
+def test_a_move_from_a_broker_that_consumes_nothing_on_its_own_is_done_at_once(move: QueueMove) -> None:
+    assert move.plan({"from": WEST, "to": EAST}).done is True
