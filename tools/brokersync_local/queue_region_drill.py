@@ -7,8 +7,9 @@ brokers throughout, as regional front ends would:
 2. **its consumers move to the DR broker** (region B) with the queue-move state machine, run
    in B, while both producers keep writing; the pair's roles do not change;
 3. **region B is lost** (partitioned: its broker, AWS endpoint, functions and relay), with the
-   queue consumed there. B's front end fails over to A, and the queue is moved back to A with
-   ``oldSideLost`` (run in A): the move waits only for A's purge, then A consumes the queue;
+   queue consumed there. B's front end fails over to A, and every queue consumed on B is moved
+   back to A with ``oldSideLost`` (run in A): the move waits only for A's purge, then A
+   consumes the queue;
 4. **region B returns**: what was produced on B during the loss flows to A, and B's purge
    removes what A consumed meanwhile.
 
@@ -58,11 +59,12 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         partitioned = self.timeline.mark(f"region {self.away} partitioned with {self.queue}'s consumers")
         self.facts["partitioned_at"] = partitioned
         self.facts["on_survivor_at_partition"] = self._keys_on(east)
-        self.facts["consumed_on_lost_before"] = self.log.consumed_on(west, before=partitioned)
         assert self.front_end is not None
         self.front_end.move_to(east, self.connectors[east])  # the lost region's front end fails over
         self.phase = f"region {self.away} lost: moving {self.queue} back to {east}"
-        self.facts["execution"] = self._execute_in(self.home, "MoveQueueStateMachine", self._move(east, lost=True))
+        # As the runbook says: every queue consumed in the lost region moves back in one execution.
+        back = {"from": west, "to": east, "oldSideLost": True, "timeoutSeconds": int(settings.execution_timeout_s)}
+        self.facts["execution"] = self._execute_in(self.home, "MoveQueueStateMachine", back)
         self.facts["rto_s"] = round(self.timeline.mark(f"{self.queue} moved back to {east}") - partitioned, 3)
         consumer.move_to(east, self.connectors[east])
         time.sleep(phase_s)
@@ -92,8 +94,9 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         time.sleep(max(0.0, self.timeline.started + at_s - time.time()))
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
-        # The duplicates a lost consuming region may cause: consumed there, still on the survivor.
-        at_risk = self.facts.get("consumed_on_lost_before", set()) & self.facts.get("on_survivor_at_partition", set())
+        # The duplicates a lost consuming region may cause: consumed there, still on the survivor at
+        # the partition. Counted at the end: frames already delivered are consumed after the partition.
+        at_risk = self.log.consumed_on(new) & self.facts.get("on_survivor_at_partition", set())
         self.facts["pending_purge_at_kill"] = len(at_risk)
         self.facts["in_bridge_at_kill"] = None
         result = Drill._counts(self, old, new)
