@@ -59,6 +59,7 @@ def test_the_move_succeeds_and_status_names_the_queue_consumed_on_dr(pair: Opera
     _, status = pair.cli(AWAY, "status", "--json")
     assert status["active"] == {QUEUE: WEST}
     assert (status["primary"], status["dr"]) == (EAST, WEST)  # the pair's roles did not move
+    assert not [p for p in status["problems"] if "purge loop" in p]  # the move started the primary region's
 
 
 def test_what_dr_consumes_after_the_move_leaves_the_primary_and_nothing_else_does(pair: OperatorPair) -> None:

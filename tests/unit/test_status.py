@@ -13,7 +13,7 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import Broker, Topology, load_topology
-from brokersync_cli.status import BROKEN, PairStatus, StatusReader, format_status
+from brokersync_cli.status import BROKEN, PairStatus, RegionView, StatusReader, format_status
 
 TABLE = "brokersync-orders-ledger"
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,3 +156,17 @@ def test_a_queue_consumed_on_dr_is_named_on_the_status_line(mocked_aws: None) ->
 
     assert status.active == {"CARTS": "orders-usw2"}
     assert "consumed off the primary: CARTS on orders-usw2" in format_status(status)
+
+
+def test_a_queue_consumed_on_dr_without_a_purge_loop_in_the_primarys_region_is_broken(topology: Topology) -> None:
+    views = {
+        "us-east-1": RegionView("us-east-1", purge_loops_running=0),
+        "us-west-2": RegionView("us-west-2", purge_loops_running=1),
+    }
+    health = {"queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 4, True, views, health, [], [], active={"CARTS": "orders-usw2"})
+
+    _reader(topology)._judge_health(status)
+
+    expected = "no purge loop runs in the primary's region us-east-1, yet CARTS is consumed on DR"
+    assert any(expected in p for p in status.problems)

@@ -238,6 +238,23 @@ class StatusReader:
             return None
         return {name: s.size for name, s in stats.items()}
 
+    def _judge_purge_loops(self, status: PairStatus) -> None:
+        """A purge loop wherever something is purged: the DR region, and the primary's while it purges moved queues."""
+        if not status.sync_running:
+            return
+        regions = {b.name: b.region for b in self.topology.brokers}
+        dr_region, primary_region = regions.get(status.dr or ""), regions.get(status.primary or "")
+        if status.regions.get(dr_region or "", RegionView("")).purge_loops_running == 0:
+            status.problems.append(f"no purge loop runs in the DR region {dr_region}: consumed messages stay on DR")
+        on_dr = sorted(q for q, broker in status.active.items() if broker == status.dr)
+        primary_loops = status.regions.get(primary_region or "", RegionView("")).purge_loops_running
+        if on_dr and primary_region != dr_region and primary_loops == 0:
+            status.problems.append(
+                f"no purge loop runs in the primary's region {primary_region}, yet {', '.join(on_dr)} "
+                f"{'is' if len(on_dr) == 1 else 'are'} consumed on DR: what DR consumes stays on the primary "
+                "(run the move again: it starts the loop)"
+            )
+
     def _judge_health(self, status: PairStatus) -> None:
         health = status.health or {}
         for what, why in (health.get("unmeasured") or {}).items():
@@ -265,10 +282,7 @@ class StatusReader:
                 f"advisories, the oldest {relay['oldest_s']:.0f}s old; consumed messages are not recorded, "
                 "so they stay on DR (see the relay's logs and errors alarm)"
             )
-        dr_region = next((b.region for b in self.topology.brokers if b.name == status.dr), None)
-        loops = status.regions.get(dr_region or "", RegionView("")).purge_loops_running
-        if status.sync_running and loops == 0:
-            status.problems.append(f"no purge loop runs in the DR region {dr_region}: consumed messages stay on DR")
+        self._judge_purge_loops(status)
         for name, queue in (health.get("queues") or {}).items():
             for key, label in (("loss_window_s", "loss window"), ("duplicate_window_s", "duplicate window")):
                 value = queue.get(key)
