@@ -149,6 +149,14 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
         raise FailoverRequestError(str(e)) from e
 
 
+def _execution_arguments(parser: Any, plan_help: str) -> None:
+    """What every command that starts and follows a state machine takes."""
+    parser.add_argument("--plan", action="store_true", help=plan_help)
+    parser.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
+    _topology_argument(parser)
+
+
 def add_parsers(sub: Any) -> None:
     for command, what in (
         ("switchover", "planned: drain the copy backlog and the pending purge, then swap (0 lost, 0 duplicates)"),
@@ -162,10 +170,7 @@ def add_parsers(sub: Any) -> None:
             "broker's for a switchover or failover, the primary's for a failback), prints each step as it is "
             "entered (stderr) and the outcome as JSON (stdout). --plan only prints what it would do and cost now.",
         )
-        transition.add_argument("--plan", action="store_true", help="touch nothing: the steps and their cost now")
-        transition.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
-        transition.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
-        _topology_argument(transition)
+        _execution_arguments(transition, "touch nothing: the steps and their cost now")
         transition.set_defaults(func=cmd_transition)
 
     move = sub.add_parser(
@@ -190,10 +195,7 @@ def add_parsers(sub: Any) -> None:
         help="the broker consuming the queue now is lost with its region: wait only for the new side's purge"
         " (what it consumed and had not relayed becomes duplicates; nothing is lost)",
     )
-    move.add_argument("--plan", action="store_true", help="touch nothing: check the move and print its steps")
-    move.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
-    move.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
-    _topology_argument(move)
+    _execution_arguments(move, "touch nothing: check the move and print its steps")
     move.set_defaults(func=cmd_move_queue)
 
     status = sub.add_parser(
