@@ -41,6 +41,7 @@ def _plan_failback(event: dict[str, Any], execution: str) -> dict[str, Any]:
 _PLANNING: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "plan": _plan,
     "planFailback": _plan_failback,
+    "planMove": lambda event, _execution: MOVE.plan(event.get("request")).to_wire(),
 }
 
 #: Steps that act on a plan: ``ctx`` is parsed into a TransitionContext before they run.
@@ -89,11 +90,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     logger.info("failover step", action=action, execution=execution)
     if action in _PLANNING:
         return _PLANNING[action](event, execution)
-    if action == "planMove":
-        return MOVE.plan(event.get("request")).to_wire()
     if action in _MOVES:
         return _MOVES[action](event, MoveContext.from_wire(event.get("ctx")), execution)
     if action not in _ACTIONS:
-        known = sorted({*_PLANNING, *_ACTIONS, *_MOVES, "planMove"})
+        known = sorted({*_PLANNING, *_ACTIONS, *_MOVES})
         raise FailoverRequestError(f"unknown action {action!r}; one of {known}")
     return _ACTIONS[action](event, STEPS.context(event.get("ctx")), execution)

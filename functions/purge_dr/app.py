@@ -111,12 +111,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             primary_statistics=_primary_statistics(topology),
             late_copies=LATE_COPIES.setdefault(duty.broker.name, LateCopySweep()),
         )
-        with GATE.watch(standing) as record_moved:
-            return service.run(
-                max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved
-            )
+        return service.run(
+            max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved
+        )
 
-    reports = run_each(standing.duties, purge_on)
+    with GATE.watch(standing) as record_moved:
+        reports = run_each(standing.duties, purge_on)
     pending = sum(r.pending for r in reports)
     return {
         "purged": sum(r.purged for r in reports),

@@ -65,11 +65,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             metrics=metrics,
             passive=duty.passive,
         )
-        with GATE.watch(standing) as record_moved:
-            report = relay.run(max_seconds=remaining, stop=record_moved)
+        report = relay.run(max_seconds=remaining, stop=record_moved)
         return report, audit.check()
 
-    results = run_each(standing.duties, relay_on)
+    with GATE.watch(standing) as record_moved:
+        results = run_each(standing.duties, relay_on)
     reports = [report for report, _ in results]
     return {
         "captured": sum(r.captured for r in reports),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.control_plane import broker_id
-from brokersync.roles import RoleAssignment, RoleStore, apply_roles, roles_here
+from brokersync.roles import RoleStore, apply_roles, roles_here
 from brokersync.sides import Duty, capture_duties, in_region, purge_duties
 from brokersync.topology import Role, Topology
 
@@ -42,8 +42,6 @@ class Standing:
     sync_running: bool = True
     #: The brokers this region works on and what for (a gate made with ``per_queue``; else empty).
     duties: tuple[Duty, ...] = ()
-    #: The record read, with its per-queue active sides.
-    assignment: RoleAssignment | None = None
 
 
 class RoleGate:
@@ -77,7 +75,7 @@ class RoleGate:
             every = capture_duties(now, assignment) if self.role == "primary" else purge_duties(now, assignment)
             duties = in_region(every, self.region)
             if duties:
-                return Standing(True, now, assignment.epoch, duties=duties, assignment=assignment)
+                return Standing(True, now, assignment.epoch, duties=duties)
         if self.role not in roles_here(now, self.region):
             broker = now.primary if self.role == "primary" else now.dr
             return Standing(False, now, assignment.epoch, f"the {self.role} broker {broker.name} is in {broker.region}")

@@ -23,7 +23,7 @@ from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.control import ControlRecords
-from brokersync.topology import Role, Topology
+from brokersync.topology import Broker, Role, Topology
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +151,13 @@ def check_active(topology: Topology, assignment: RoleAssignment) -> None:
             raise RoleAssignmentError(f"queue {queue!r} is {mode}: only active-active queues can be consumed on DR")
 
 
+def serves_region(broker: Broker, region: str | None) -> bool:
+    """Whether a stack in ``region`` works on ``broker``: a broker that names no region is
+    reachable from every stack (the local world, or a pair in one region), and so is every
+    broker from a stack that names none; otherwise only its own region's."""
+    return not broker.region or not region or broker.region == region
+
+
 def roles_here(topology: Topology, region: str | None) -> set[Role]:
     """The roles this region's functions play under ``topology`` (roles already applied).
 
@@ -158,11 +165,8 @@ def roles_here(topology: Topology, region: str | None) -> set[Role]:
     in one region); otherwise a role belongs to the region its broker is in. A pair in one
     region therefore plays both roles in its one stack.
     """
-    here: set[Role] = set()
-    for role, broker in (("primary", topology.primary), ("dr", topology.dr)):
-        if not broker.region or not region or broker.region == region:
-            here.add(role)  # type: ignore[arg-type]
-    return here
+    brokers: tuple[tuple[Role, Broker], ...] = (("primary", topology.primary), ("dr", topology.dr))
+    return {role for role, broker in brokers if serves_region(broker, region)}
 
 
 #: After a peer replica could not be read, it is not asked again for this long (it is likely lost).

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
-from brokersync.roles import RoleAssignment, check_active
+from brokersync.roles import RoleAssignment, serves_region
 from brokersync.topology import Broker, Topology
 
 T = TypeVar("T")
@@ -70,11 +70,11 @@ def _elsewhere(topology: Topology, assignment: RoleAssignment, broker: Broker) -
 def capture_duties(topology: Topology, assignment: RoleAssignment) -> list[Duty]:
     """The relays to run: always on the primary; on the DR broker when active-active queues exist.
 
-    ``topology`` has the pair's roles applied (:func:`brokersync.roles.apply_roles`). The
+    ``topology`` has the pair's roles applied by :func:`brokersync.roles.apply_roles`, which
+    also refuses overrides the topology cannot honour. The
     primary's view keeps every queue but the active-active ones consumed on DR, so a pair
     without overrides captures exactly as it always did.
     """
-    check_active(topology, assignment)
     primary, dr = topology.primary, topology.dr
     passive = _elsewhere(topology, assignment, primary)
     duties = [_duty(topology, primary, "primary", [q.name for q in topology.queues if q.name not in passive], passive)]
@@ -88,7 +88,6 @@ def capture_duties(topology: Topology, assignment: RoleAssignment) -> list[Duty]
 def purge_duties(topology: Topology, assignment: RoleAssignment) -> list[Duty]:
     """The purges to run: on the DR broker for what the primary consumes, and on the primary
     for active-active queues consumed on the DR broker (only while some are)."""
-    check_active(topology, assignment)
     primary, dr = topology.primary, topology.dr
     on_dr = {q for q, b in assignment.active.items() if b == dr.name}
     duties = [_duty(topology, dr, "dr", [q.name for q in topology.queues if q.name not in on_dr])]
@@ -97,15 +96,9 @@ def purge_duties(topology: Topology, assignment: RoleAssignment) -> list[Duty]:
     return duties
 
 
-def consumer_of(topology: Topology, assignment: RoleAssignment, queue: str) -> Broker:
-    """The broker ``queue`` is consumed on now."""
-    name = assignment.active_side(queue)
-    return next(b for b in topology.brokers if b.name == name)
-
-
 def in_region(duties: Sequence[Duty], region: str | None) -> tuple[Duty, ...]:
     """The duties a stack in ``region`` runs (a broker without a region, or no region: every one)."""
-    return tuple(d for d in duties if not d.broker.region or not region or d.broker.region == region)
+    return tuple(d for d in duties if serves_region(d.broker, region))
 
 
 def run_each(duties: Sequence[Duty], work: Callable[[Duty], T]) -> list[T]:

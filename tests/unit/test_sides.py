@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from brokersync.roles import RoleAssignment, RoleAssignmentError, apply_roles
-from brokersync.sides import capture_duties, consumer_of, in_region, purge_duties
+from brokersync.sides import capture_duties, in_region, purge_duties
 from brokersync.topology import Topology, load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_a_queue_consumed_on_dr_is_captured_there_and_purged_on_the_primary(pair
     assert on_primary.view.dr.name == pair.primary.name
     # The purge on the primary removes copies that came through the DR broker's outflow to it.
     assert on_primary.view.dr_name("CARTS") == pair.copy_name("CARTS", pair.primary)
-    assert consumer_of(pair, moved, "CARTS").name == pair.dr.name
+    assert moved.active_side("CARTS") == pair.dr.name
 
 
 def test_every_captured_queue_has_exactly_one_capturing_and_one_purging_broker_and_they_differ(
