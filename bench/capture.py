@@ -3,7 +3,8 @@
 Prints one JSON object measured in one run (three runs by default, each on a fresh pair,
 with their spread) and writes it into bench/results/capture.json:
 
-    {"captured_per_s": ..., "raw_drain_per_s": ..., "wcu_per_1000_msgs": ..., "usd_per_million_msgs": ..., ...}
+    {"captured_per_s": ..., "raw_drain_per_s": ..., "relay_cpu_s_per_1000": ...,
+     "raw_drain_cpu_s_per_1000": ..., "wcu_per_1000_msgs": ..., "usd_per_million_msgs": ..., ...}
 
 Method: on a fresh local pair, N messages with ULID correlation ids are produced to the
 primary and consumed there with no relay running, so N consumed advisories wait in
@@ -12,6 +13,9 @@ BROKERSYNC.CONSUMED. The raw drain reads them with the same subscription the rel
 Then N more advisories are made and one relay drains them into the ledger table in moto's
 DynamoDB (real HTTP requests), parsing, batching, writing and acking. Write units are
 counted per request from the item sizes by DynamoDB's rules and priced at on-demand rates.
+Beside each rate, the CPU it cost from the kernel's accounting: this process (the drain, or
+the relay with its ledger writes, less the bench's own depth polling) and the primary broker,
+per 1,000 advisories.
 
 Run: ``.venv/bin/python bench/capture.py [--messages N] [--repeat N] [--no-record]``
 """
@@ -26,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -40,6 +45,7 @@ from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
 from brokersync_ci import bench_results
+from brokersync_ci.process_cpu import CpuMeter
 from brokersync_local.world import LocalWorld, WorldPorts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +86,16 @@ def wait_depth(stats: StatisticsClient, queue: str, depth: int, timeout_s: float
     raise TimeoutError(f"{queue} did not reach depth {depth}")
 
 
-def raw_drain(primary: StompConnector, count: int) -> float:
+@dataclass
+class Drain:
+    """One drain of ``count`` advisories: its rate and the CPU it cost, ours and the primary broker's."""
+
+    per_s: float
+    cpu_s: float
+    broker_cpu_s: float
+
+
+def raw_drain(primary: StompConnector, broker_pid: int, count: int) -> Drain:
     frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
 
     class Listener(stomp.ConnectionListener):
@@ -88,6 +103,8 @@ def raw_drain(primary: StompConnector, count: int) -> float:
             frames.put(frame)
 
     connection = primary.connect(Listener(), name="bench-raw")
+    meter = CpuMeter({"ours": os.getpid(), "broker": broker_pid})
+    meter.start()
     started = time.perf_counter()
     connection.subscribe(
         f"/queue/{CONSUMED_QUEUE}",
@@ -98,11 +115,12 @@ def raw_drain(primary: StompConnector, count: int) -> float:
     for _ in range(count):
         connection.ack(frames.get(timeout=60).headers["ack"])
     elapsed = time.perf_counter() - started
+    spent = meter.stop()
     connection.disconnect()
-    return count / elapsed
+    return Drain(count / elapsed, spent["ours"], spent["broker"])
 
 
-def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple[float, float]:
+def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple[Drain, float]:
     os.environ.update(
         {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-west-2"}
     )
@@ -117,6 +135,7 @@ def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple
     stop = threading.Event()
     stats = StatisticsClient(primary)
     done_at: list[float] = []
+    watcher_cpu_s: list[float] = []
 
     def watch() -> None:
         while not stop.is_set():
@@ -125,14 +144,20 @@ def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple
                 done_at.append(time.perf_counter())
                 stop.set()
             time.sleep(0.05)
+        watcher_cpu_s.append(time.thread_time())  # the bench's own polling, not the relay's work
 
     watcher = threading.Thread(target=watch, daemon=True)
+    meter = CpuMeter({"ours": os.getpid(), "broker": world.brokers["primary"].pid})  # type: ignore[dict-item]
+    meter.start()
     started = time.perf_counter()
     watcher.start()
     report = relay.run(max_seconds=300, stop=stop)
+    watcher.join(timeout=10)
+    spent = meter.stop()
     if report.captured != count:
         raise AssertionError(f"relay captured {report.captured} of {count}")
-    return count / ((done_at[0] if done_at else time.perf_counter()) - started), report.write_units
+    rate = count / ((done_at[0] if done_at else time.perf_counter()) - started)
+    return Drain(rate, spent["ours"] - sum(watcher_cpu_s), spent["broker"]), report.write_units
 
 
 def measure(topology: Topology, messages: int) -> dict[str, object]:
@@ -143,17 +168,25 @@ def measure(topology: Topology, messages: int) -> dict[str, object]:
         try:
             primary = StompConnector(world.topology.primary.stomp)
             make_advisories(primary, messages)
-            raw = raw_drain(primary, messages)
+            raw = raw_drain(primary, world.brokers["primary"].pid, messages)  # type: ignore[arg-type]
             make_advisories(primary, messages)
-            captured, units = relay_drain(world, primary, messages)
+            relay, units = relay_drain(world, primary, messages)
         finally:
             world.destroy()
     wcu_per_1000 = units / messages * 1000
     usd_per_million = wcu_per_1000 * 1000 * (PRICE_PER_MILLION_WRU + (REPLICAS - 1) * PRICE_PER_MILLION_RWRU) / 1e6
+    per_1000 = 1000 / messages
     return {
-        "captured_per_s": round(captured),
-        "raw_drain_per_s": round(raw),
-        "ratio": round(captured / raw, 2),
+        "captured_per_s": round(relay.per_s),
+        "raw_drain_per_s": round(raw.per_s),
+        "ratio": round(relay.per_s / raw.per_s, 2),
+        "relay_cpu_s_per_1000": round(relay.cpu_s * per_1000, 4),
+        "raw_drain_cpu_s_per_1000": round(raw.cpu_s * per_1000, 4),
+        "relay_over_raw_cpu": round(relay.cpu_s / raw.cpu_s, 2),
+        "primary_broker_cpu_s_per_1000": {
+            "relay": round(relay.broker_cpu_s * per_1000, 4),
+            "raw_drain": round(raw.broker_cpu_s * per_1000, 4),
+        },
         "wcu_per_1000_msgs": round(wcu_per_1000, 1),
         "usd_per_million_msgs": round(usd_per_million, 4),
         "prices_used": {

@@ -68,6 +68,7 @@ from brokersync.purge.remover import PurgeInvariantError, RemovalResult, Selecto
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
+from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
@@ -97,27 +98,6 @@ def bench_topology(mode: Mode = "sync", dr_memory_mb: int | None = None) -> Topo
         return topology
     dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": dr_memory_mb})
     return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
-
-
-# -- the kernel's accounting ----------------------------------------------------------------------
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far, all its threads (``/proc/PID/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class CpuMeter:
-    """CPU seconds each named process spends between :meth:`start` and :meth:`stop`."""
-
-    def __init__(self, pids: dict[str, int]) -> None:
-        self.pids = pids
-        self._before: dict[str, float] = {}
-
-    def start(self) -> None:
-        self._before = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-
-    def stop(self) -> dict[str, float]:
-        return {name: cpu_seconds(pid) - self._before[name] for name, pid in self.pids.items()}
 
 
 # -- the processes ----------------------------------------------------------------------------------
