@@ -107,6 +107,14 @@ class TableBackend(ABC):
     @abstractmethod
     def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]: ...
 
+    def captured_and_marks(
+        self, queue: str, refs: Sequence[ItemRef]
+    ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
+        """Both items of every ref. The purge reads them for a whole page of work pointers at
+        once: the DynamoDB adapter does it in one BatchGetItem (per 100 keys), where a read per
+        pointer and per item kind made the DynamoDB client a third of the purge's CPU."""
+        return self.captured(queue, refs), self.marks(queue, refs)
+
     @abstractmethod
     def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:
         """ADD to the marks item's sets; return its size in bytes afterwards."""

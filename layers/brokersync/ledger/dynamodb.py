@@ -165,17 +165,37 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         for item in items:
             yield int(item.sk), _key_sets(item)
 
-    def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]:
-        keys = {(f"P#{queue}#{r.shard}", f"{r.bucket_ms:013d}"): r for r in refs}
+    def _marks_key(self, queue: str, ref: ItemRef) -> tuple[str, str]:
+        return f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}"
 
-        def run() -> dict[ItemRef, Marks]:
-            found = {}
-            for item in self.model.batch_get(list(keys)):
-                found[keys[(item.pk, item.sk)]] = Marks(
-                    purged=KeySets(set(item.pu or ()), set(item.pm or ())),
-                    missing=KeySets(set(item.xu or ()), set(item.xm or ())),
-                )
-            return found
+    def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]:
+        return self._read(queue, [], refs)[1]
+
+    def captured_and_marks(
+        self, queue: str, refs: Sequence[ItemRef]
+    ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
+        return self._read(queue, refs, refs)
+
+    def _read(
+        self, queue: str, captured_refs: Sequence[ItemRef], marks_refs: Sequence[ItemRef]
+    ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
+        """Capture items and marks items in one BatchGetItem (pynamodb pages it per 100 keys)."""
+        captured_keys = {self._capture_key(queue, r): r for r in captured_refs}
+        marks_keys = {self._marks_key(queue, r): r for r in marks_refs}
+
+        def run() -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
+            captured: dict[ItemRef, KeySets] = {}
+            marks: dict[ItemRef, Marks] = {}
+            for item in self.model.batch_get([*captured_keys, *marks_keys]):
+                key = (item.pk, item.sk)
+                if key in captured_keys:
+                    captured[captured_keys[key]] = _key_sets(item)
+                else:
+                    marks[marks_keys[key]] = Marks(
+                        purged=KeySets(set(item.pu or ()), set(item.pm or ())),
+                        missing=KeySets(set(item.xu or ()), set(item.xm or ())),
+                    )
+            return captured, marks
 
         return _translate(run)
 

@@ -138,8 +138,10 @@ class Ledger(LedgerStore):
         after: str | None = None
         for _page in range(MAX_POINTER_PAGES):
             pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
+            refs = list(dict.fromkeys(ref for pointer in pointers for ref in pointer.refs))
+            items = self.backend.captured_and_marks(queue, refs) if refs else ({}, {})
             for pointer in pointers:
-                self._collect(queue, pointer, found, places, read_only=read_only)
+                self._collect(queue, pointer, items, found, places, read_only=read_only)
             if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
             after = pointers[-1].sk
@@ -153,13 +155,14 @@ class Ledger(LedgerStore):
         self,
         queue: str,
         pointer: Pointer,
+        items: tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]],
         found: dict[tuple[str, str | None], int],
         places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]],
         *,
         read_only: bool = False,
     ) -> None:
-        captured = self.backend.captured(queue, pointer.refs)
-        marks = self.backend.marks(queue, pointer.refs)
+        """Add ``pointer``'s unresolved elements to ``found``; ``items`` were read for its whole page."""
+        captured, marks = items
         unresolved = 0
         unnameable: dict[ItemRef, Marks] = defaultdict(Marks)
         for ref in pointer.refs:

@@ -264,3 +264,22 @@ def test_a_message_id_key_whose_prefix_collides_is_never_pending(monkeypatch: py
 def test_a_record_with_a_message_id_that_is_not_one_is_refused(ledger: Ledger) -> None:
     with pytest.raises(LedgerRecordRefusedError):
         ledger.record("ORDERS", [LedgerEntry(_ulids(1)[0], T0, "ID:nope\n")])
+
+
+def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _ulids(40)
+    for index, key in enumerate(keys):
+        ledger.record("ORDERS", [(key, T0 + index * 300)])  # 40 pointers over several buckets
+    reads: list[int] = []
+    original = ledger.backend.captured_and_marks
+
+    def counted(queue: str, refs: list[object]) -> object:
+        reads.append(len(refs))
+        return original(queue, refs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ledger.backend, "captured_and_marks", counted)
+
+    assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
+    assert len(reads) == 1
