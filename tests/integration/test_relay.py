@@ -143,37 +143,3 @@ def test_a_table_that_stays_down_leaves_every_advisory_unacked_on_the_broker(
 
     time.sleep(0.5)
     assert primary_stats.queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size == 30
-
-
-class _CrashOnSecondWrite(LedgerWriter):
-    """Writes the first batch, then dies before writing the second: what was acked shows on the broker."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        super().__init__(ledger)
-        self.written: list[list[str]] = []
-
-    def write(self, records: list[ConsumedRecord]) -> WriteResult:  # type: ignore[override]
-        if self.written:
-            raise KeyboardInterrupt("relay killed before its second write")
-        self.written.append([r.key for r in records])
-        return super().write(records)
-
-
-def test_one_cumulative_ack_covers_what_was_written_and_never_the_held_newest_bucket(
-    topology: Topology, primary: StompConnector, ledger: Ledger, primary_stats: StatisticsClient
-) -> None:
-    keys: list[str] = []
-    for _ in range(3):  # three consume-time buckets at least, so a full batch holds its newest
-        keys += _produce_and_consume(primary, "ORDERS", 50)
-        time.sleep(0.3)
-    writer = _CrashOnSecondWrite(ledger)
-    with pytest.raises(KeyboardInterrupt):
-        AdvisoryRelay(primary, writer, topology, settings=FAST).run(max_seconds=4)
-
-    [first] = writer.written
-    time.sleep(0.5)
-    assert 0 < len(first) < FAST.batch_size, "the full batch held back its newest bucket"
-    assert primary_stats.queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size == 150 - len(first)
-    report = _relay(topology, primary, ledger).run(max_seconds=4)
-    assert report.captured == 150 - len(first)
-    assert sorted(ledger.consumed_between("ORDERS", 0, FOREVER)) == sorted(keys)

@@ -2,14 +2,8 @@
 
 The order of operations is the whole design: receive → parse → write the ledger → only then
 ack. A relay killed anywhere in between leaves the advisories unacked, the broker redelivers
-them, and the ledger's idempotent writes absorb the replay. A batch is acked with **one
-cumulative ACK** (``ack: client``) naming its last frame: in ActiveMQ that covers exactly the
-frames dispatched on the subscription up to it, in dispatch order, and the relay takes frames
-in that order, so everything the ACK covers was written or parked. What a batch holds back
-for the next one is therefore always a suffix of it (:func:`hold_point`). One ACK frame per
-batch instead of one per advisory is what decision 0012 measured for the relay's CPU.
-
-Acks are sent from the relay's own thread, never from stomp.py's listener thread (acking from the listener with a large
+them, and the ledger's idempotent writes absorb the replay. Acks are sent from the relay's
+own thread, never from stomp.py's listener thread (acking from the listener with a large
 prefetch on many subscriptions deadlocked stomp.py + ActiveMQ, see DESIGN.md); the listener
 only hands frames over through a queue. Prefetch is bounded so a stalled relay holds at
 most that many advisories, and a watchdog reconnects when frames stop arriving although
@@ -89,24 +83,6 @@ class RelayReport:
         return sum(self.parked.values())
 
 
-def hold_point(buckets: list[int], limit: int) -> int | None:
-    """Where a full batch is cut so that its newest consume-time bucket waits for the next one.
-
-    ``buckets`` are the batch's records' buckets in delivery order. The cut is the first record
-    of the newest bucket: everything from there on is held (unacked) and the rest is written
-    and covered by one cumulative ACK, which can only cover a prefix. ``None`` (hold nothing)
-    when the cut would hold the whole batch, nothing, or more than ``limit`` records (held
-    records plus the next batch must fit the prefetch).
-    """
-    if not buckets:
-        return None
-    newest = max(buckets)
-    cut = buckets.index(newest)
-    if cut == 0 or len(buckets) - cut > limit:
-        return None
-    return cut
-
-
 class AdvisoryRelay:
     """One relay over one primary broker; ``run`` is what each Lambda invocation (or process) calls."""
 
@@ -145,7 +121,7 @@ class AdvisoryRelay:
         connection.subscribe(
             f"/queue/{CONSUMED_QUEUE}",
             id=_SUBSCRIPTION,
-            ack="client",
+            ack="client-individual",
             headers={
                 "transformation": ADVISORY_TRANSFORMATION,
                 "activemq.prefetchSize": str(self.settings.prefetch),
@@ -235,34 +211,22 @@ class AdvisoryRelay:
         """Write, park and ack ``frames``; return the ones held back (unacked) for the next batch.
 
         With ``hold_newest`` (the batch was cut by size, so more of its newest consume-time
-        bucket is on the way), the advisories from that bucket's first one on wait for the next
-        batch: each ledger write then completes its bucket's item instead of rewriting a growing
-        one, which is what keeps capture near 30 write units per 1,000 messages
-        (bench/capture.py). At most one batch is held, and nothing is held when a run ends.
+        bucket is on the way), the advisories of that bucket wait for the next batch: each
+        ledger write then completes its bucket's item instead of rewriting a growing one,
+        which is what keeps capture near 30 write units per 1,000 messages (bench/capture.py).
+        At most one batch is held, and nothing is held when a run ends.
         """
         records, rejected = self._parse(frames)
-        cut = None
-        if hold_newest:
-            cut = hold_point([bucket_of(r.consumed_at_ms) for r, _ in records], self.settings.batch_size)
-        if cut is not None:
-            # Hold the suffix that starts at the newest bucket's first advisory, in delivery order.
-            first_held = records[cut][1]
-            index = next(i for i, f in enumerate(frames) if f is first_held)
-            frames, held = frames[:index], frames[index:]
-            kept = {id(f) for f in frames}
-            records = [(r, f) for r, f in records if id(f) in kept]
-            rejected = [(f, e) for f, e in rejected if id(f) in kept]
-        else:
-            held = []
         if self.passive:
             records = self._drop_passive(records, report)
+        records, held = self._hold_newest_bucket(records) if hold_newest else (records, [])
         if records:
             records, refused = self._write(records, report)
             rejected += refused
         if rejected:
             self._park_confirmed(rejected, report)
-        if frames:
-            self._ack_through(frames[-1])
+        held_ids = {id(f) for f in held}
+        self._ack([f for f in frames if id(f) not in held_ids])
         report.batches += 1
         report.captured += len(records)
         report.captured_by_queue.update(r.queue for r, _ in records)
@@ -295,6 +259,13 @@ class AdvisoryRelay:
             # The broker counts them as dequeues: account for them, or the audit would call them lost.
             self.audit.record_captured(removals)
         return [(r, f) for r, f in records if r.queue not in self.passive]
+
+    def _hold_newest_bucket(self, records: list[_Parsed]) -> tuple[list[_Parsed], list[stomp.utils.Frame]]:
+        newest = max(bucket_of(r.consumed_at_ms) for r, _ in records) if records else None
+        newest_pairs = [(r, f) for r, f in records if bucket_of(r.consumed_at_ms) == newest]
+        if not newest_pairs or len(newest_pairs) == len(records) or len(newest_pairs) > self.settings.batch_size:
+            return records, []
+        return [(r, f) for r, f in records if bucket_of(r.consumed_at_ms) != newest], [f for _, f in newest_pairs]
 
     def _write(self, records: list[_Parsed], report: RelayReport) -> tuple[list[_Parsed], list[_Rejected]]:
         """Write to the ledger (retrying inside; raises if it stays down); return what was written, what refused."""
@@ -365,9 +336,10 @@ class AdvisoryRelay:
                 inbox.receipt_arrived.wait(remaining)
             inbox.receipts.discard(receipt)
 
-    def _ack_through(self, frame: stomp.utils.Frame) -> None:
-        """Ack ``frame`` and every frame delivered before it on the subscription (``ack: client``)."""
-        self._require_connection().ack(frame.headers["ack"])
+    def _ack(self, frames: list[stomp.utils.Frame]) -> None:
+        connection = self._require_connection()
+        for frame in frames:
+            connection.ack(frame.headers["ack"])
 
     def _require_connection(self) -> stomp.Connection12:
         if self._connection is None or not self._connection.is_connected():
