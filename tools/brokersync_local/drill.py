@@ -83,6 +83,13 @@ WARM_UP_MESSAGES = 40
 WARM_UP_TIMEOUT_S = 120.0
 #: Nothing pending for this long counts as settled: a relay pass (1 s) and replication lag (1 s).
 SETTLE_QUIET_S = 3.0
+#: A pending count that has not fallen for this long is all the purge can do now (copies that
+#: never arrive wait for the missing cutoff); while it keeps falling the drill keeps waiting.
+SETTLE_STALL_S = 30.0
+#: The longest wait for the purge at the end: a rejoined region works through its outage's backlog.
+SETTLE_TIMEOUT_S = 240.0
+#: Pending keys counted at most while settling (the ledger bounds one read's pages anyway).
+SETTLE_COUNT_LIMIT = 100_000
 
 
 @dataclass
@@ -424,21 +431,36 @@ class Drill:
             time.sleep(0.2)
         consumer.pause()
 
-    def _settle_purge(self, timeout_s: float = 30.0, quiet_s: float = SETTLE_QUIET_S) -> int:
-        """Pending keys once none has been pending for ``quiet_s`` (or at the timeout).
+    def _settle_purge(
+        self, timeout_s: float = SETTLE_TIMEOUT_S, quiet_s: float = SETTLE_QUIET_S, stall_s: float = SETTLE_STALL_S
+    ) -> int:
+        """Pending keys once the purge has caught up, or at the timeout; how long it took goes in the facts.
 
         A moment with nothing pending is not the end: the last consumptions may still be on
-        their way into the ledger (the relay's next pass, replication to the DR replica).
+        their way into the ledger (the relay's next pass, replication to the DR replica), so
+        nothing pending must hold for ``quiet_s``. Keys still pending are waited for as long as
+        their count keeps falling: after a region loss the rejoined region's purge works
+        through the whole outage's consumption, which on two shared cores takes minutes, and
+        counting before it finished would report its backlog as consumed messages left on DR.
+        A count that has not fallen for ``stall_s`` is what the purge cannot find now.
         """
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         quiet_since: float | None = None
+        lowest: int | None = None
+        fell_at = started
         while True:
-            pending = len(self.ledger.pending(self.queue, limit=1000))
+            pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
             now = time.monotonic()
             quiet_since = (quiet_since or now) if pending == 0 else None
-            if (quiet_since is not None and now - quiet_since >= quiet_s) or now >= deadline:
+            if lowest is None or pending < lowest:
+                lowest, fell_at = pending, now
+            quiet = quiet_since is not None and now - quiet_since >= quiet_s
+            stalled = pending > 0 and now - fell_at >= stall_s
+            if quiet or stalled or now >= deadline:
+                self.facts["purge_settle_s"] = round(now - started, 1)
                 return pending
-            time.sleep(0.5)
+            time.sleep(1.0 if pending else 0.5)
 
     def _keys_on(self, broker: str) -> set[str]:
         """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
@@ -505,6 +527,7 @@ class Drill:
         if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
             result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
             result["pending_purge_after"] = pending_after
+            result["purge_settle_s"] = self.facts.get("purge_settle_s")
         if settings.mode in ("failback", "region-loss"):
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
