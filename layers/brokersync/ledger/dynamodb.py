@@ -147,15 +147,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         _translate(self.model(f"Q#{queue}", sk).delete)
 
     def captured(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, KeySets]:
-        keys = {self._capture_key(queue, r): r for r in refs}
-
-        def run() -> dict[ItemRef, KeySets]:
-            found = {}
-            for item in self.model.batch_get(list(keys)):
-                found[keys[(item.pk, item.sk)]] = _key_sets(item)
-            return found
-
-        return _translate(run)
+        return self._read(queue, refs, [])[0]
 
     def captured_range(
         self, queue: str, shard: int, first_bucket_ms: int, last_bucket_ms: int
