@@ -50,6 +50,8 @@ _MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
 SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
 #: Kept across the warm environment's invocations (one per broker purged), so that sweeps keep their pace.
 LATE_COPIES: dict[str, LateCopySweep] = {}
+#: Kept likewise: per broker, per queue, the message ids not found on it and when to look again.
+NOT_FOUND: dict[str, dict[str, dict[str, float]]] = {}
 RETURN_WHEN_IDLE = os.environ.get("BROKERSYNC_PURGE_RETURN_WHEN_IDLE", "false").lower() == "true"
 #: Seconds before the invocation's end by which a purge round stops starting selector groups.
 HARD_MARGIN_S = 8.0
@@ -110,6 +112,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             dr_statistics=StatisticsClient(broker),
             primary_statistics=_primary_statistics(topology),
             late_copies=LATE_COPIES.setdefault(duty.broker.name, LateCopySweep()),
+            waiting=NOT_FOUND.setdefault(duty.broker.name, {}),
         )
         return service.run(
             max_seconds=budget, stop_when_idle=RETURN_WHEN_IDLE, hard_deadline=hard_deadline, stop=record_moved

@@ -82,6 +82,13 @@ class PurgeReport:
         return sum(q.pending for q in self.queues.values())
 
 
+def _forget_resolved(waiting: dict[str, float], pending: list[PendingKey]) -> None:
+    """Drop not-found entries no longer pending: resolved elsewhere (marked missing, or by another round)."""
+    still_pending = {p.message_id for p in pending}
+    for message_id in [m for m in waiting if m not in still_pending]:
+        del waiting[message_id]
+
+
 class PurgeService:
     def __init__(
         self,
@@ -95,6 +102,7 @@ class PurgeService:
         primary_statistics: StatisticsClient | None = None,
         late_copies: LateCopySweep | None = None,
         clock: Callable[[], float] = time.time,
+        waiting: dict[str, dict[str, float]] | None = None,
     ) -> None:
         self.dr_statistics = dr_statistics
         #: Sweeps for the bridge's late copies of purged messages (None: never swept).
@@ -106,7 +114,11 @@ class PurgeService:
         self.settings = settings or PurgeSettings()
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
-        self._waiting: dict[str, dict[str, float]] = {}
+        #: Per queue, message ids not found on DR -> when (``time.monotonic()``) to look again. A
+        #: warm environment passes the same dict to each invocation's service: otherwise every
+        #: invocation's first round spends its batch on the keys the last one could not find
+        #: (copies lost with a region, waiting for the missing cutoff) instead of newer ones.
+        self._waiting: dict[str, dict[str, float]] = waiting if waiting is not None else {}
         #: None without the primary's counters: then nothing is ever given up on as missing.
         self.copy_path = (
             CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
@@ -169,6 +181,7 @@ class PurgeService:
             waiting.clear()
             self.metrics.add_metric("PendingPurge", "Count", 0)
             return result
+        _forget_resolved(waiting, pending)
         started = time.monotonic()
         unnameable = [p for p in pending if p.message_id is None]
         if unnameable:

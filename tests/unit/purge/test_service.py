@@ -202,6 +202,46 @@ def test_keys_not_found_make_room_for_newer_ones(topology_path: Path) -> None:
     assert second.purged == 3
 
 
+def test_the_next_invocation_remembers_what_the_last_one_did_not_find(topology_path: Path) -> None:
+    """A warm environment hands its not-found list to each invocation's service (functions/purge_dr)."""
+    stuck = _consumed(3)
+    newer = _consumed(3, int(NOW * 1000) + 1)
+    dr = FakeDR({c.message_id for c in newer})
+    ledger = memory_ledger(clock=lambda: NOW)
+    ledger.record("ORDERS", stuck)
+    ledger.record("ORDERS", newer)
+    not_found: dict[str, dict[str, float]] = {}
+
+    def invocation() -> PurgeService:
+        return PurgeService(
+            ledger,
+            dr,  # type: ignore[arg-type]
+            load_topology(topology_path),
+            settings=PurgeSettings(batch_keys=3),
+            clock=lambda: NOW,
+            waiting=not_found,
+        )
+
+    invocation().purge_queue("ORDERS")
+    second = invocation().purge_queue("ORDERS")
+
+    assert [set(asked) for asked in dr.asked] == [{c.message_id for c in stuck}, {c.message_id for c in newer}]
+    assert second.purged == 3
+
+
+def test_a_key_resolved_elsewhere_is_forgotten_by_the_not_found_list(topology_path: Path) -> None:
+    stuck = _consumed(2)
+    dr = FakeDR()
+    service, ledger = _service(topology_path, dr, batch_keys=2)
+    ledger.record("ORDERS", stuck)
+    service.purge_queue("ORDERS")
+    ledger.mark_missing("ORDERS", ledger.pending("ORDERS")[:1])
+
+    service.purge_queue("ORDERS")
+
+    assert set(service._waiting["ORDERS"]) <= {stuck[1].message_id}
+
+
 def test_mirror_queues_are_never_purged(topology_path: Path) -> None:
     service, _ = _service(topology_path, FakeDR())
 
