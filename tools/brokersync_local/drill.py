@@ -44,6 +44,7 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.base import LedgerStore
@@ -432,35 +433,54 @@ class Drill:
         consumer.pause()
 
     def _settle_purge(
-        self, timeout_s: float = SETTLE_TIMEOUT_S, quiet_s: float = SETTLE_QUIET_S, stall_s: float = SETTLE_STALL_S
+        self,
+        timeout_s: float = SETTLE_TIMEOUT_S,
+        quiet_s: float = SETTLE_QUIET_S,
+        stall_s: float = SETTLE_STALL_S,
+        purged_on: str | None = None,
     ) -> int:
         """Pending keys once the purge has caught up, or at the timeout; how long it took goes in the facts.
 
         A moment with nothing pending is not the end: the last consumptions may still be on
         their way into the ledger (the relay's next pass, replication to the DR replica), so
         nothing pending must hold for ``quiet_s``. Keys still pending are waited for as long as
-        their count keeps falling: after a region loss the rejoined region's purge works
+        the purge makes progress: after a region loss the rejoined region's purge works
         through the whole outage's consumption, which on two shared cores takes minutes, and
         counting before it finished would report its backlog as consumed messages left on DR.
-        A count that has not fallen for ``stall_s`` is what the purge cannot find now.
+        Progress is the pending count falling, or the queue's dequeue counter rising on
+        ``purged_on`` (the broker the purge removes from): the ledger reads a bounded window of
+        pending keys, so under a large backlog the count can stay flat while the purge removes
+        thousands. Neither for ``stall_s`` is what the purge cannot find now.
         """
         started = time.monotonic()
         deadline = started + timeout_s
         quiet_since: float | None = None
         lowest: int | None = None
-        fell_at = started
+        dequeued: int | None = None
+        progressed_at = started
         while True:
             pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
+            removed = self._dequeued(purged_on) if pending and purged_on else None
             now = time.monotonic()
             quiet_since = (quiet_since or now) if pending == 0 else None
             if lowest is None or pending < lowest:
-                lowest, fell_at = pending, now
+                lowest, progressed_at = pending, now
+            if removed is not None and (dequeued is None or removed > dequeued):
+                dequeued, progressed_at = removed, now
             quiet = quiet_since is not None and now - quiet_since >= quiet_s
-            stalled = pending > 0 and now - fell_at >= stall_s
+            stalled = pending > 0 and now - progressed_at >= stall_s
             if quiet or stalled or now >= deadline:
                 self.facts["purge_settle_s"] = round(now - started, 1)
                 return pending
             time.sleep(1.0 if pending else 0.5)
+
+    def _dequeued(self, broker: str) -> int | None:
+        """The drill queue's dequeue counter on ``broker`` (None when it cannot be read now)."""
+        try:
+            stats = StatisticsClient(self.connectors[broker]).queue_stats([self.queue]).get(self.queue)
+        except BrokerSyncError:
+            return None
+        return stats.dequeue_count if stats is not None else None
 
     def _keys_on(self, broker: str) -> set[str]:
         """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
@@ -481,7 +501,7 @@ class Drill:
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
         old_alive = self._old_primary_alive()
-        pending_after = self._settle_purge() if old_alive else None
+        pending_after = self._settle_purge(purged_on=old) if old_alive else None
         with self.log.lock:
             produced = set(self.log.confirmed)
             consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
