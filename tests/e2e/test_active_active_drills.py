@@ -77,10 +77,6 @@ def test_a_drill_refuses_a_queue_whose_consumption_is_not_removed() -> None:
         drill_queue(load_topology(TOPOLOGY), "AUDIT")
 
 
-#: A known bug, found on a slower machine (closing note of 2026-11-25): consumption on the primary while a
-#: failback has sync stopped can go uncaptured, so its copies stay on the rejoined DR broker until the
-#: reconciliation repairs them. Liveness, not safety: each test still asserts its loss and duplicate bounds.
-KNOWN_CAPTURE_GAP = "known capture gap during a failback's stop-sync window (liveness, not safety)"
 REGION_PORTS = shifted_ports(
     WorldPorts(primary_openwire=61846, primary_stomp=61843, dr_openwire=62846, dr_stomp=62843, aws=5245)
 )
@@ -95,9 +91,8 @@ def test_the_primarys_region_lost_with_producers_in_both_regions_loses_nothing_b
     assert outcome["lost_not_in_bridge"] == 0
     assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
     assert outcome["by_origin"][load_topology(TOPOLOGY).dr.name]["lost"] == 0  # produced on the survivor
-    left = outcome["already_consumed_on_old_primary"]
-    if left:
-        pytest.xfail(f"{left} consumed left on the rejoined DR: {KNOWN_CAPTURE_GAP}")
+    # Once the rejoined broker's purge has caught up, nothing consumed is left on it (decision 0013).
+    assert outcome["already_consumed_on_old_primary"] == 0
 
 
 def test_a_queue_moved_to_dr_then_lost_with_its_region_comes_back_without_loss_and_within_its_duplicate_bound(
@@ -111,5 +106,4 @@ def test_a_queue_moved_to_dr_then_lost_with_its_region_comes_back_without_loss_a
     assert outcome["consumed_dr"] > 0  # the queue really was consumed in the region that was lost
     assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
     # Nothing consumed is left on either broker once the returned region's purge has run.
-    if any(outcome["consumed_left_on"].values()):
-        pytest.xfail(f"consumed left on {outcome['consumed_left_on']}: {KNOWN_CAPTURE_GAP}")
+    assert outcome["consumed_left_on"] == dict.fromkeys(outcome["consumed_left_on"], 0)
