@@ -84,8 +84,8 @@ WARM_UP_MESSAGES = 40
 WARM_UP_TIMEOUT_S = 120.0
 #: Nothing pending for this long counts as settled: a relay pass (1 s) and replication lag (1 s).
 SETTLE_QUIET_S = 3.0
-#: A pending count that has not fallen for this long is all the purge can do now (copies that
-#: never arrive wait for the missing cutoff); while it keeps falling the drill keeps waiting.
+#: No progress for this long (the pending count not falling, the purged queue's dequeues not
+#: rising) is all the purge can do now: copies that never arrive wait for the missing cutoff.
 SETTLE_STALL_S = 30.0
 #: The longest wait for the purge at the end: a rejoined region works through its outage's backlog.
 SETTLE_TIMEOUT_S = 240.0
