@@ -141,12 +141,19 @@ class CountingLedger:
 
 
 class TimedRemover(SelectorRemover):
-    """Records when each message id was removed, for the lag figures."""
+    """Records when each message id was removed, for the lag figures, and what each call did.
+
+    The tallies say where the DR broker's depth-dependent work comes from: every dispatch pass
+    walks the whole backlog once per open subscription that is not yet full, and a
+    subscription is not full while some of its ids are not on DR (it then waits out the
+    remover's settle time, and every copy that arrives meanwhile starts another pass).
+    """
 
     def __init__(self, connector: StompConnector, purged: Synchronized) -> None:
         super().__init__(connector)
         self.removed_at: dict[str, float] = {}
         self.purged = purged
+        self.tally = {"calls": 0, "subscriptions": 0, "ids": 0, "not_found": 0, "calls_not_all_found": 0, "open_s": 0.0}
 
     def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
         result = super().remove(queue, keys, deadline=deadline)
@@ -154,7 +161,20 @@ class TimedRemover(SelectorRemover):
         for key in result.removed:
             self.removed_at.setdefault(key, now)
         self.purged.value = len(self.removed_at)
+        self.tally["calls"] += 1
+        self.tally["subscriptions"] += result.subscriptions
+        self.tally["ids"] += len(keys)
+        self.tally["not_found"] += len(result.not_found)
+        self.tally["calls_not_all_found"] += bool(result.not_found)
+        self.tally["open_s"] += result.elapsed_s
         return result
+
+
+def remover_per_1000(tally: dict[str, float] | None, sent: int) -> dict[str, float] | None:
+    """Remover calls, subscriptions, ids asked for and not on DR, and seconds in calls, per 1,000 messages."""
+    if not tally or not sent:
+        return None
+    return {name: round(value / sent * 1000, 3) for name, value in tally.items()}
 
 
 def producer_main(
@@ -275,7 +295,7 @@ def purge_main(
             except BrokerSyncError as e:
                 errors.append(f"{type(e).__name__}: {e}")
                 stop.wait(1.0)
-    result.send({"removed_at": remover.removed_at, "errors": errors})
+    result.send({"removed_at": remover.removed_at, "errors": errors, "remover": remover.tally})
     result.close()
 
 
@@ -382,7 +402,7 @@ class Pair:
         stop_app.set()
         consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
         stop_sync.set()
-        outcome: dict[str, Any] = {"removed_at": {}, "errors": []}
+        outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None}
         if sync and purge_pipe.poll(60):
             outcome = purge_pipe.recv()
         for process in processes.values():
@@ -403,6 +423,7 @@ class Pair:
             "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
             "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
             "purge_errors": outcome["errors"],
+            "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
             "ledger_write_units_per_1000": {name: round(w.value / sent * 1000, 2) for name, (w, _r) in units.items()}
             if sync and sent
             else None,
