@@ -26,15 +26,19 @@ restarts: both roles already render capture for active-active queues (:mod:`brok
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.steps import FailoverEnvironment
+from brokersync.purge.selectors import selector_batches
 from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
-from brokersync.topology import CONSUMED_QUEUE, Broker, Topology
+from brokersync.snapshot.browser import QueueBrowser
+from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
 
 #: How long a move waits for the old side to drain unless the request says otherwise.
 DEFAULT_TIMEOUT_S = 600
@@ -133,9 +137,25 @@ def plan_move(topology: Topology, assignment: RoleAssignment, raw: object, now_m
     )
 
 
+def messages_on(connector: StompConnector, queue: Queue, message_ids: list[str]) -> set[str]:
+    """Which of ``message_ids`` are on ``queue`` now: a selector browse, so nothing is delivered or counted."""
+    browser = QueueBrowser(connector, idle_timeout_s=10.0)
+    found: set[str] = set()
+    for _batch, selector in selector_batches(message_ids, "message-id"):
+        found.update(line.message_id for line in browser.lines(queue, selector=selector) if line.message_id)
+    return found
+
+
+#: Which of the given message ids are on a broker's queue (``messages_on`` through the broker's connector).
+MessagesOn = Callable[[Broker, Queue, list[str]], set[str]]
+
+
 class QueueMove:
-    def __init__(self, env: FailoverEnvironment) -> None:
+    def __init__(self, env: FailoverEnvironment, messages_on_broker: MessagesOn | None = None) -> None:
         self.env = env
+        self.messages_on = messages_on_broker or (
+            lambda broker, queue, ids: messages_on(env.remover(broker).connector, queue, ids)
+        )
 
     def _now_ms(self) -> int:
         return int(self.env.clock() * 1000)
@@ -150,7 +170,19 @@ class QueueMove:
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""
         self._same_epoch(ctx)
-        pending = {q: len(self.env.ledger.pending(q, limit=1000, read_only=True)) for q in ctx.queues}
+        keys = {q: self.env.ledger.pending(q, limit=1000, read_only=True) for q in ctx.queues}
+        pending = {q: len(keys[q]) for q in ctx.queues}
+        with_lost_side = 0
+        if ctx.old_side_lost:
+            # A key consumed on the lost side whose copy was still in that broker's outflow has no
+            # message on the new side to remove until the region returns; waiting for it would
+            # hold the move to its timeout. Only what the new side's purge can remove is waited for.
+            target = self._broker(ctx.target)
+            for name in ctx.queues:
+                ids = [k.message_id for k in keys[name] if k.message_id]
+                present = self.messages_on(target, self.env.topology.queue(name), ids) if ids else set()
+                with_lost_side += pending[name] - len(present)
+                pending[name] = len(present)
         consumers = dict.fromkeys(ctx.queues, 0)
         unrelayed = dict.fromkeys(ctx.queues, 0)
         advisories, unreadable = 0, ""
@@ -176,6 +208,7 @@ class QueueMove:
             "departuresNotRelayed": sum(unrelayed.values()),
             "advisoriesWaiting": advisories,
             "pendingPurge": sum(pending.values()),
+            "pendingWithLostSide": with_lost_side,
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,

@@ -14,6 +14,7 @@ from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, 
 from brokersync.failover.move import QueueMove
 from brokersync.failover.steps import FailoverEnvironment
 from brokersync.ledger import memory_ledger
+from brokersync.ledger.base import LedgerEntry
 from brokersync.ledger.control import ControlRecords
 from brokersync.metrics import RecordingMetrics
 from brokersync.roles import RoleAssignment, RoleStore
@@ -232,15 +233,55 @@ def test_an_unreadable_old_side_is_waited_for_and_the_timeout_names_the_way_out(
         move.status(ctx)
 
 
+class _OnNewSide:
+    """The messages on the new side's queues, as a selector browse of it would find them."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, broker: Broker, queue: Any, message_ids: list[str]) -> set[str]:
+        self.asked.append((broker.name, queue.name))
+        return self.ids & set(message_ids)
+
+
+def _consumed_on_the_lost_side(move: QueueMove, count: int) -> list[str]:
+    ids = [f"ID:usw2-1-1795340000000-1:1:1:1:{n}" for n in range(1, count + 1)]
+    move.env.ledger.record("CARTS", [LedgerEntry(str(ULID()), 1_795_340_000_000, m) for m in ids])
+    return ids
+
+
 def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(move: QueueMove) -> None:
     move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
-    move.env.ledger.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
+    on_new_side = _OnNewSide()
+    move = QueueMove(move.env, messages_on_broker=on_new_side)
+    on_new_side.ids = set(_consumed_on_the_lost_side(move, 1))
     ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
     assert move.status(ctx)["ready"] is False  # what was consumed on the lost side must leave the new side first
+    assert on_new_side.asked == [(WEST, "CARTS")]
     move.env.ledger.mark_purged("CARTS", move.env.ledger.pending("CARTS"))
     assert move.status(ctx)["ready"] is True
     assert move.flip(ctx, "exec-1")["changed"] is True
     assert move.env.sync.loops == []  # type: ignore[attr-defined]  # nothing to start in the lost region
+
+
+def test_with_the_old_side_lost_keys_whose_copies_stayed_in_the_lost_region_do_not_hold_the_move(
+    move: QueueMove,
+) -> None:
+    """Consumed on the lost side while its copy was still in that broker's outflow: nothing to remove here."""
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    on_new_side = _OnNewSide()
+    move = QueueMove(move.env, messages_on_broker=on_new_side)
+    on_the_survivor = _consumed_on_the_lost_side(move, 3)[:1]
+    on_new_side.ids = set(on_the_survivor)
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+
+    status = move.status(ctx)
+    assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (False, 1, 2)
+
+    on_new_side.ids = set()  # the new side's purge removed the one it could
+    status = move.status(ctx)
+    assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (True, 0, 3)
 
 
 def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
