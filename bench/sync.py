@@ -57,6 +57,7 @@ import boto3
 import stomp
 from ulid import ULID
 
+from brokersync.broker.inbox import FrameInbox
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
@@ -437,10 +438,16 @@ class Pair:
         return sum(1 for frame in browse(self.dr, QUEUE, timeout_s=600) if frame.headers.get("redelivered") == "true")
 
     def drain_floor(self) -> dict[str, Any]:
-        """A plain consumer draining the DR queue: the DR broker's CPU per removed message."""
+        """A plain consumer draining the DR queue: the DR broker's CPU per removed message.
+
+        The meter stops only once the broker has confirmed every ACK (the UNSUBSCRIBE's receipt:
+        a connection's frames are handled in order). Stopping when the last ACK was sent left a
+        varying share of the broker's ACK work outside the window, which was the floor's
+        run-to-run spread.
+        """
         count = queue_depth(self.dr, QUEUE)
-        collector = Collector()
-        connection = self.dr.connect(collector, name="bench-floor")
+        inbox = FrameInbox()
+        connection = self.dr.connect(inbox, name="bench-floor")
         meter = CpuMeter({"dr_broker": self.world.brokers["dr"].pid})  # type: ignore[dict-item]
         meter.start()
         started = time.monotonic()
@@ -448,7 +455,13 @@ class Pair:
             f"/queue/{QUEUE}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
         )
         for _ in range(count):
-            connection.ack(collector.frames.get(timeout=60).headers["ack"])
+            frame = inbox.frames.get(timeout=60)
+            assert isinstance(frame, stomp.utils.Frame), "the DR broker dropped the floor's connection"
+            connection.ack(frame.headers["ack"])
+        connection.unsubscribe("f", headers={"receipt": "floor-acked"})
+        with inbox.receipt_arrived:
+            if not inbox.receipt_arrived.wait_for(lambda: "floor-acked" in inbox.receipts, timeout=60):
+                raise TimeoutError("the DR broker did not confirm the floor's acks within 60 s")
         elapsed = time.monotonic() - started
         cpu = meter.stop()["dr_broker"]
         connection.disconnect()
