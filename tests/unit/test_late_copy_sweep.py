@@ -145,3 +145,13 @@ def test_a_sweep_browses_at_most_max_browse_messages(max_browse: int) -> None:
     sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
 
     assert len(ledger.asked) == max_browse
+
+
+def test_a_removed_copys_message_id_is_remembered_for_the_purge_then_forgotten_with_age() -> None:
+    clock = Clock()
+    sweep = LateCopySweep(clock=clock, remember_removed_s=60.0)
+    sweep._removed["ORDERS"] = {"ID:copy-1": clock.now}
+
+    assert sweep.removed("ORDERS") == {"ID:copy-1"}
+    clock.now += 61.0
+    assert sweep.removed("ORDERS") == set()

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from brokersync.broker.stomp import StompConnector
@@ -71,8 +71,25 @@ class LateCopySweep:
     recheck_after_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
     _last: float | None = field(default=None, init=False)
+    #: How long a removed copy's message id is remembered for the purge to mark (see :meth:`removed`).
+    remember_removed_s: float = 3600.0
     #: Message id -> when the ledger last answered "not consumed" for it.
     _unconsumed: dict[str, float] = field(default_factory=dict, init=False)
+    #: Queue -> message ids this sweep removed -> when.
+    _removed: dict[str, dict[str, float]] = field(default_factory=dict, init=False)
+
+    def removed(self, queue: str) -> set[str]:
+        """Message ids of ``queue`` removed by recent sweeps: the purge marks their pending entries purged."""
+        oldest = self.clock() - self.remember_removed_s
+        recent = {mid: at for mid, at in self._removed.get(queue, {}).items() if at > oldest}
+        self._removed[queue] = recent
+        return set(recent)
+
+    def forget(self, queue: str, message_ids: Iterable[str]) -> None:
+        """The purge has marked these: no need to remember them."""
+        held = self._removed.get(queue, {})
+        for message_id in message_ids:
+            held.pop(message_id, None)
 
     def due(self) -> bool:
         return self._last is None or self.clock() - self._last >= self.interval_s
@@ -97,6 +114,8 @@ class LateCopySweep:
                 continue
             result = remover.remove(queue.name, consumed, deadline=deadline)
             removed += len(result.removed)
+            now = self.clock()
+            self._removed.setdefault(queue.name, {}).update(dict.fromkeys(result.removed, now))
             if result.removed:
                 logger.warning(
                     "%d late copies of consumed messages removed from %s (bridge redeliveries)",

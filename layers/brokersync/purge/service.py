@@ -183,6 +183,9 @@ class PurgeService:
             return result
         _forget_resolved(waiting, pending)
         started = time.monotonic()
+        swept = self._swept(queue, pending)
+        if swept:
+            pending = [p for p in pending if p.message_id not in {s.message_id for s in swept}]
         unnameable = [p for p in pending if p.message_id is None]
         if unnameable:
             self.ledger.mark_missing(queue, unnameable)
@@ -202,9 +205,11 @@ class PurgeService:
                 waiting.pop(message_id, None)
             else:
                 waiting[message_id] = retry_at
-        purged = [p for p in pending if p.message_id in removed]
+        purged = swept + [p for p in pending if p.message_id in removed]
         if purged:
             self.ledger.mark_purged(queue, purged)
+        if swept and self.late_copies is not None:  # marked: the sweep may forget them
+            self.late_copies.forget(queue, {p.message_id for p in swept if p.message_id})
         if removal is not None and removal.late:
             self.metrics.add_metric("PurgeLateFrames", "Count", removal.late)
         if removal is not None and removal.error is not None:
@@ -212,8 +217,24 @@ class PurgeService:
             self.metrics.add_metric("Purged", "Count", len(purged))
             raise removal.error
         now_ms = int(self.clock() * 1000)
-        cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
         unfound = [p for p in pending if p.message_id not in removed]
+        missing = self._give_up(queue, unfound, now_ms)
+        given_up = {id(p) for p in missing}
+        still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
+        result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
+        result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
+        self.metrics.add_metric("Purged", "Count", len(purged))
+        self.metrics.add_metric("Missing", "Count", len(missing))
+        self.metrics.add_metric("PendingPurge", "Count", len(still))
+        self.metrics.add_metric("PurgeBatchLatencyMs", "Milliseconds", (time.monotonic() - started) * 1000)
+        if result.oldest_pending_age_ms is not None:
+            self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
+        return result
+
+    def _give_up(self, queue: str, unfound: list[PendingKey], now_ms: int) -> list[PendingKey]:
+        """Mark missing the keys not found whose copy can no longer arrive (see the module doc)."""
+        waiting = self._waiting.setdefault(queue, {})
+        cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
         drained_past = (
             self.copy_path.drained_past(queue)
             if self.copy_path is not None and any(p.consumed_at_ms < cutoff_ms for p in unfound)
@@ -233,17 +254,23 @@ class PurgeService:
                 queue,
                 self.settings.missing_after,
             )
-        given_up = {id(p) for p in missing}
-        still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
-        result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
-        result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
-        self.metrics.add_metric("Purged", "Count", len(purged))
-        self.metrics.add_metric("Missing", "Count", len(missing))
-        self.metrics.add_metric("PendingPurge", "Count", len(still))
-        self.metrics.add_metric("PurgeBatchLatencyMs", "Milliseconds", (time.monotonic() - started) * 1000)
-        if result.oldest_pending_age_ms is not None:
-            self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
-        return result
+        return missing
+
+    def _swept(self, queue: str, pending: list[PendingKey]) -> list[PendingKey]:
+        """Pending entries whose message the late-copy sweep already removed from DR (its acks confirmed).
+
+        Nothing is removed here: the sweep removed exactly these message ids, each one the
+        ledger holds as consumed, so the entries only need marking.
+        """
+        if self.late_copies is None:
+            return []
+        removed = self.late_copies.removed(queue)
+        swept = [p for p in pending if p.message_id is not None and p.message_id in removed]
+        if swept:
+            waiting = self._waiting.get(queue, {})
+            for entry in swept:
+                waiting.pop(entry.message_id or "", None)
+        return swept
 
     def emit_depths(self) -> dict[str, int]:
         """DR depth per queue, and the primary's Q.DR depth: copies not yet on DR (the loss-risk window).

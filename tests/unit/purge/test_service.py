@@ -14,6 +14,7 @@ from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
 from brokersync.metrics import RecordingMetrics
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import load_topology
@@ -308,3 +309,50 @@ def test_an_entry_without_a_message_id_is_never_removed_and_is_counted(topology_
     assert result.missing == 1
     assert metrics.values["Unnameable"] == [1]
     assert ledger.pending("ORDERS") == []
+
+
+class SweptCopies(LateCopySweep):
+    """A late-copy sweep that has already removed ``ids`` from DR (it is never due itself)."""
+
+    def __init__(self, queue: str, ids: set[str]) -> None:
+        super().__init__(clock=lambda: NOW)
+        self._removed[queue] = dict.fromkeys(ids, NOW)
+
+    def due(self) -> bool:
+        return False
+
+
+def test_an_entry_whose_copy_the_late_copy_sweep_removed_is_marked_purged_without_a_second_removal(
+    topology_path: Path,
+) -> None:
+    """A redelivered copy of a message consumed but not yet purged: the sweep removes it first."""
+    swept, other = _consumed(1), _consumed(1)
+    dr = FakeDR({other[0].message_id})
+    ledger = memory_ledger(clock=lambda: NOW)
+    sweep = SweptCopies("ORDERS", {swept[0].message_id})
+    service = PurgeService(ledger, dr, load_topology(topology_path), clock=lambda: NOW, late_copies=sweep)  # type: ignore[arg-type]
+    ledger.record("ORDERS", swept + other)
+
+    report = service.purge_queue("ORDERS")
+
+    assert (report.purged, report.pending) == (2, 0)
+    assert dr.asked == [[other[0].message_id]]
+    assert ledger.pending("ORDERS") == [] and sweep.removed("ORDERS") == set()
+
+
+def test_what_the_sweep_removed_is_remembered_until_the_ledger_has_marked_it(topology_path: Path) -> None:
+    swept = _consumed(1)
+    sweep = SweptCopies("ORDERS", {swept[0].message_id})
+    ledger = memory_ledger(clock=lambda: NOW)
+    ledger.record("ORDERS", swept)
+    service = PurgeService(ledger, FakeDR(), load_topology(topology_path), clock=lambda: NOW, late_copies=sweep)  # type: ignore[arg-type]
+    ledger.mark_purged = _unavailable  # type: ignore[method-assign]
+
+    with pytest.raises(BrokerUnavailableError):
+        service.purge_queue("ORDERS")
+
+    assert sweep.removed("ORDERS") == {swept[0].message_id}
+
+
+def _unavailable(*_args: object) -> None:
+    raise BrokerUnavailableError("ledger unavailable")
