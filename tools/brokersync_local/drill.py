@@ -451,28 +451,47 @@ class Drill:
         ``purged_on`` (the broker the purge removes from): the ledger reads a bounded window of
         pending keys, so under a large backlog the count can stay flat while the purge removes
         thousands. Neither for ``stall_s`` is what the purge cannot find now.
+
+        Nothing pending is not enough either when ``purged_on`` is known: a consumed message
+        may still be there although its entry is marked (a redelivered late copy, which the
+        late-copy sweep removes on its own interval), or not yet pending (its capture still on
+        its way to this replica). So quiet also needs no consumed message on ``purged_on``,
+        and such messages disappearing counts as progress.
         """
         started = time.monotonic()
         deadline = started + timeout_s
         quiet_since: float | None = None
         lowest: int | None = None
+        lowest_left: int | None = None
         dequeued: int | None = None
         progressed_at = started
         while True:
             pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
-            removed = self._dequeued(purged_on) if pending and purged_on else None
+            left = self._consumed_left_on(purged_on) if not pending and purged_on else 0
+            removed = self._dequeued(purged_on) if (pending or left) and purged_on else None
             now = time.monotonic()
-            quiet_since = (quiet_since or now) if pending == 0 else None
+            quiet_since = (quiet_since or now) if pending == 0 and not left else None
             if lowest is None or pending < lowest:
                 lowest, progressed_at = pending, now
+            if left and (lowest_left is None or left < lowest_left):
+                lowest_left, progressed_at = left, now
             if removed is not None and (dequeued is None or removed > dequeued):
                 dequeued, progressed_at = removed, now
             quiet = quiet_since is not None and now - quiet_since >= quiet_s
-            stalled = pending > 0 and now - progressed_at >= stall_s
+            stalled = (pending > 0 or bool(left)) and now - progressed_at >= stall_s
             if quiet or stalled or now >= deadline:
                 self.facts["purge_settle_s"] = round(now - started, 1)
                 return pending
             time.sleep(1.0 if pending else 0.5)
+
+    def _consumed_left_on(self, broker: str) -> int | None:
+        """Messages the drill's consumers took that are still on ``broker`` (None: it cannot be browsed now)."""
+        with self.log.lock:
+            consumed = set(self.log.consumed)
+        try:
+            return len(self._keys_on(broker) & consumed)
+        except BrokerSyncError:
+            return None
 
     def _dequeued(self, broker: str) -> int | None:
         """The drill queue's dequeue counter on ``broker`` (None when it cannot be read now)."""

@@ -183,7 +183,7 @@ class NewDrRegionDrill(RegionLossDrill):
         self.facts["pending_purge_at_kill"] = len(
             self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
         )
-        pending_after = self._settle_purge()
+        pending_after = self._settle_purge(purged_on=THIRD_BROKER)
         result = super(RegionLossDrill, self)._counts(old, new)
         with self.log.lock:
             consumed_any = set(self.log.consumed)
