@@ -118,7 +118,7 @@ performance-page: deps
 	$(BIN)/python -m brokersync_ci.bench_results render
 
 test: deps lint docs template-check supply-chain
-	BROKERSYNC_PYTHON_RUNTIME="$(PYTHON_RUNTIME)" $(BIN)/pytest $(PYTEST_ARGS)
+	BROKERSYNC_PYTHON_RUNTIME="$(PYTHON_RUNTIME)" $(BIN)/pytest --durations=25 $(PYTEST_ARGS)
 
 # make demo MODE=failover RATE=1000 DURATION=60 (HEADLESS=1 for plain lines on a terminal too)
 MODE ?= switchover

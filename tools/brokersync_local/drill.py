@@ -467,7 +467,7 @@ class Drill:
         progressed_at = started
         while True:
             pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
-            left = self._consumed_left_on(purged_on) if not pending and purged_on else 0
+            left = self._consumed_left_on(purged_on) if purged_on else 0
             removed = self._dequeued(purged_on) if (pending or left) and purged_on else None
             now = time.monotonic()
             quiet_since = (quiet_since or now) if pending == 0 and not left else None
