@@ -77,11 +77,6 @@ def test_a_drill_refuses_a_queue_whose_consumption_is_not_removed() -> None:
         drill_queue(load_topology(TOPOLOGY), "AUDIT")
 
 
-#: A known bug (closing note of 2026-11-25, second session): on a quiet machine the returned region's
-#: purge once made no progress for 30 s with 27,634 keys pending and 22,411 consumed copies on its broker,
-#: so the drill counted them as left behind. Not yet diagnosed. Liveness, not safety: loss and the
-#: duplicate bound are still asserted, and the reconciliation's --repair removes what is left.
-PURGE_STALL_AFTER_RETURN = "known purge stall in the region that returned (liveness, not safety)"
 REGION_PORTS = shifted_ports(
     WorldPorts(primary_openwire=61846, primary_stomp=61843, dr_openwire=62846, dr_stomp=62843, aws=5245)
 )
@@ -110,6 +105,5 @@ def test_a_queue_moved_to_dr_then_lost_with_its_region_comes_back_without_loss_a
     assert outcome["lost"] == 0
     assert outcome["consumed_dr"] > 0  # the queue really was consumed in the region that was lost
     assert outcome["duplicates"] <= outcome["pending_purge_at_kill"]
-    # Nothing consumed should be left on either broker once the returned region's purge has run.
-    if any(outcome["consumed_left_on"].values()):
-        pytest.xfail(f"consumed left on {outcome['consumed_left_on']}: {PURGE_STALL_AFTER_RETURN}")
+    # Nothing consumed is left on either broker once the returned region's purge has run.
+    assert outcome["consumed_left_on"] == {"orders-use1": 0, "orders-usw2": 0}

@@ -89,6 +89,11 @@ SETTLE_QUIET_S = 3.0
 SETTLE_STALL_S = 30.0
 #: The longest wait for the purge at the end: a rejoined region works through its outage's backlog.
 SETTLE_TIMEOUT_S = 240.0
+#: While keys stay pending, the purged broker is browsed for consumed messages at most this often
+#: (a browse of tens of thousands of messages takes seconds of the broker's time).
+SETTLE_BROWSE_EVERY_S = 10.0
+#: A drill's browse must read the whole queue: tens of thousands of messages after a region loss.
+BROWSE_TIMEOUT_S = 120.0
 #: Pending keys counted at most while settling (the ledger bounds one read's pages anyway).
 SETTLE_COUNT_LIMIT = 100_000
 
@@ -463,11 +468,15 @@ class Drill:
         quiet_since: float | None = None
         lowest: int | None = None
         lowest_left: int | None = None
+        left: int | None = 0
+        left_checked_at = -SETTLE_BROWSE_EVERY_S
         dequeued: int | None = None
         progressed_at = started
         while True:
             pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
-            left = self._consumed_left_on(purged_on) if purged_on else 0
+            every_s = SETTLE_BROWSE_EVERY_S if pending else quiet_s / 2
+            if purged_on and time.monotonic() - left_checked_at >= every_s:
+                left, left_checked_at = self._consumed_left_on(purged_on), time.monotonic()
             removed = self._dequeued(purged_on) if (pending or left) and purged_on else None
             now = time.monotonic()
             quiet_since = (quiet_since or now) if pending == 0 and not left else None
@@ -490,7 +499,7 @@ class Drill:
             consumed = set(self.log.consumed)
         try:
             return len(self._keys_on(broker) & consumed)
-        except BrokerSyncError:
+        except (BrokerSyncError, LocalWorldError):  # a browse cut short proves nothing either way
             return None
 
     def _dequeued(self, broker: str) -> int | None:
@@ -503,7 +512,8 @@ class Drill:
 
     def _keys_on(self, broker: str) -> set[str]:
         """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
-        return {f.headers.get("correlation-id", "") for f in browse(self.connectors[broker], self.queue)}
+        frames = browse(self.connectors[broker], self.queue, timeout_s=BROWSE_TIMEOUT_S)
+        return {f.headers.get("correlation-id", "") for f in frames}
 
     # -- counting ---------------------------------------------------------------------------------
     def _outcome(self, old: str, new: str) -> dict[str, Any]:
@@ -513,6 +523,10 @@ class Drill:
             result["report"] = self._write_report(result, old, new)
         return result
 
+    def _purged_broker(self, old: str, new: str) -> str:
+        """The broker the drill queue's purge removes from at the end: the old primary, now DR."""
+        return old
+
     def _old_primary_alive(self) -> bool:
         """Whether the old primary can be read at the end (a failover killed it)."""
         return self.settings.mode != "failover"
@@ -520,7 +534,7 @@ class Drill:
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
         old_alive = self._old_primary_alive()
-        pending_after = self._settle_purge(purged_on=old) if old_alive else None
+        pending_after = self._settle_purge(purged_on=self._purged_broker(old, new)) if old_alive else None
         with self.log.lock:
             produced = set(self.log.confirmed)
             consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}

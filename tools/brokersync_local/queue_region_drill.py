@@ -93,6 +93,10 @@ class MoveThenRegionLossDrill(RegionLossDrill):
     def _sleep_until(self, at_s: float) -> None:
         time.sleep(max(0.0, self.timeline.started + at_s - time.time()))
 
+    def _purged_broker(self, old: str, new: str) -> str:
+        """The queue moved back to ``old``: the returned region's broker is where its purge removes."""
+        return new
+
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         # The duplicates a lost consuming region may cause: consumed there, still on the survivor at
         # the partition. Counted at the end: frames already delivered are consumed after the partition.

@@ -89,6 +89,24 @@ def _forget_resolved(waiting: dict[str, float], pending: list[PendingKey]) -> No
         del waiting[message_id]
 
 
+def _candidates(pending: list[PendingKey], waiting: dict[str, float], now: float, batch: int) -> list[str]:
+    """The message ids one round asks the broker for: keys never tried first, then due retries.
+
+    Retries of keys not found earlier get at most a quarter of the batch while untried keys
+    wait: keys that can never be found here (consumed on this very broker before a queue moved
+    back with its side lost, copies lost with a region) sit at the head of the consume order
+    until the missing cutoff. Ordered by consume time alone they took the whole batch again
+    every time their retry came due, and the purge removed nothing for minutes with 22,358
+    consumed copies on the broker (the move-then-region-loss drill).
+    """
+    ids = list(dict.fromkeys(p.message_id for p in pending if p.message_id))
+    fresh = [i for i in ids if i not in waiting]
+    due = sorted((i for i in ids if i in waiting and waiting[i] <= now), key=waiting.__getitem__)
+    reserved = min(len(due), batch // 4)
+    taken = fresh[: batch - reserved]
+    return taken + due[: batch - len(taken)]
+
+
 class PurgeService:
     def __init__(
         self,
@@ -194,9 +212,7 @@ class PurgeService:
                 "%d consumed entries of %s name no message id: never removed, marked missing", len(unnameable), queue
             )
             pending = [p for p in pending if p.message_id is not None]
-        candidates = list(
-            dict.fromkeys(p.message_id for p in pending if p.message_id and waiting.get(p.message_id, 0.0) <= started)
-        )[: self.settings.batch_keys]
+        candidates = _candidates(pending, waiting, started, self.settings.batch_keys)
         removal = self.remover.remove(queue, candidates, deadline=deadline) if candidates else None
         removed = set(removal.removed) if removal else set()
         retry_at = time.monotonic() + self.settings.retry_not_found_s
@@ -218,7 +234,8 @@ class PurgeService:
             raise removal.error
         now_ms = int(self.clock() * 1000)
         unfound = [p for p in pending if p.message_id not in removed]
-        missing = self._give_up(queue, unfound, now_ms)
+        tried = set(candidates)
+        missing = self._give_up(queue, [p for p in unfound if p.message_id in tried], now_ms)
         given_up = {id(p) for p in missing}
         still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
         result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)

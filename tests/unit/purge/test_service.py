@@ -116,7 +116,7 @@ def _watched(topology_path: Path, primary: FakePrimary, clock: Clock) -> tuple[P
         ledger,
         FakeDR(),
         load_topology(topology_path),
-        settings=PurgeSettings(missing_after=timedelta(minutes=10)),
+        settings=PurgeSettings(missing_after=timedelta(minutes=10), retry_not_found_s=0.0),
         primary_statistics=primary,  # type: ignore[arg-type]
         clock=clock,
     )
@@ -186,6 +186,36 @@ def test_without_the_primarys_counters_nothing_is_ever_given_up(topology_path: P
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     assert service.purge_queue("ORDERS").missing == 0
+
+
+def test_keys_never_found_whose_retry_is_due_take_at_most_a_quarter_of_the_batch_from_untried_ones(
+    topology_path: Path,
+) -> None:
+    """Keys consumed on this very broker (a queue moved back with its side lost) head the consume
+    order and are never found here: they must not take every round's batch from the keys behind."""
+    never_here = _consumed(8)
+    behind = _consumed(8, int(NOW * 1000) + 1)
+    dr = FakeDR({c.message_id for c in behind})
+    service, ledger = _service(topology_path, dr, batch_keys=8, retry_not_found_s=0.0)
+    ledger.record("ORDERS", never_here + behind)
+
+    service.purge_queue("ORDERS")  # tries the head: nothing found
+    second = service.purge_queue("ORDERS")  # the head's retry is due at once
+
+    assert len(dr.asked[1]) == 8
+    assert sum(1 for i in dr.asked[1] if i in {c.message_id for c in never_here}) == 2
+    assert second.purged == 6
+
+
+def test_a_key_not_tried_in_a_round_is_never_given_up_in_it(topology_path: Path) -> None:
+    """Giving up needs a fresh look: the copy path draining past a key means its copy may be on DR now."""
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock())
+    old = _consumed(1, ELEVEN_MINUTES_AGO)
+    ledger.record("ORDERS", old)
+    service._waiting["ORDERS"] = {old[0].message_id: float("inf")}  # looked for lately, retry not due
+
+    assert service.purge_queue("ORDERS").missing == 0
+    assert len(ledger.pending("ORDERS")) == 1
 
 
 def test_keys_not_found_make_room_for_newer_ones(topology_path: Path) -> None:
