@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 #: How often a working loop re-reads the role record (one strongly consistent GetItem).
 DEFAULT_POLL_S = 2.0
+#: A watcher's wait that overran its poll by this much means the process was frozen (a region
+#: partitioned and back, a VM paused): the roles it works under may have moved meanwhile.
+FROZEN_AFTER_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class RoleGate:
         poll_s: float = DEFAULT_POLL_S,
         sleep: Callable[[float], None] = time.sleep,
         per_queue: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``per_queue`` (the relay and the purge): act wherever this region has a broker that
         captures or purges some queue (:mod:`brokersync.sides`), not only in the pair-level role."""
@@ -65,6 +69,7 @@ class RoleGate:
         self.poll_s = poll_s
         self.sleep = sleep
         self.per_queue = per_queue
+        self.clock = clock
 
     def standing(self) -> Standing:
         assignment = self.store.assignment(self.topology)
@@ -124,12 +129,26 @@ class RoleGate:
         work was started with are the ones it must not outlive. A record that cannot be read
         (throttled, the table's region impaired) leaves the work running, as the roles last
         read still hold.
+
+        A process that was frozen longer than :data:`FROZEN_AFTER_S` past its poll stops its
+        work at once, before any read: its own region's replica is the one that was cut off
+        with it, so the first read after a thaw can be slow or stale, and the work would go on
+        meanwhile beside the region that took its role. The loop asks the gate again before
+        its next pass, so a pause with the roles unchanged costs one pass cut short.
         """
         moved = threading.Event()
         done = threading.Event()
 
         def poll() -> None:
-            while not done.wait(self.poll_s):
+            while True:
+                waited_from = self.clock()
+                if done.wait(self.poll_s):
+                    return
+                frozen_s = self.clock() - waited_from - self.poll_s
+                if frozen_s > FROZEN_AFTER_S:
+                    logger.warning("process frozen for about %.0f s: stopping until the role record is read", frozen_s)
+                    moved.set()
+                    return
                 try:
                     epoch = self.store.assignment(self.topology).epoch
                 except BrokerSyncError as e:

@@ -88,6 +88,39 @@ def test_working_loops_are_told_to_stop_when_the_record_moves_to_a_new_epoch(
         assert moved.wait(2)
 
 
+class FrozenStore(RoleStore):
+    """A role store that counts its reads (a thawed process's first read is slow or stale)."""
+
+    reads = 0
+
+    def read(self) -> RoleAssignment | None:
+        self.reads += 1
+        return super().read()
+
+
+def test_a_process_thawed_after_a_freeze_stops_its_work_before_reading_the_record(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    """A region partitioned and back: the work it froze in must not go on beside the region that took over."""
+    store = FrozenStore(control_records)
+    readings = iter([1000.0, 1030.0])  # the watcher's first wait spans a 30 s freeze
+    gate = RoleGate(store, topology, "primary", "us-east-1", poll_s=0.05, clock=lambda: next(readings))
+    standing = gate.standing()
+    reads_before = store.reads
+
+    with gate.watch(standing) as moved:
+        assert moved.wait(2)
+
+    assert store.reads == reads_before
+
+
+def test_a_watcher_that_waited_about_its_poll_keeps_the_work_going(topology: Topology, store: RoleStore) -> None:
+    gate = RoleGate(store, topology, "primary", "us-east-1", poll_s=0.05, clock=lambda: 1000.0)
+
+    with gate.watch(gate.standing()) as moved:
+        assert not moved.wait(0.3)
+
+
 def test_receipts_are_recorded_only_from_the_broker_playing_primary(topology: Topology, store: RoleStore) -> None:
     gate = RoleGate(store, topology, "primary", "us-east-1")
 
