@@ -30,6 +30,8 @@ DEFAULT_POLL_S = 2.0
 #: A watcher's wait that overran its poll by this much means the process was frozen (a region
 #: partitioned and back, a VM paused): the roles it works under may have moved meanwhile.
 FROZEN_AFTER_S = 3.0
+#: How often a working loop checks that it was not frozen.
+FREEZE_PULSE_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,8 @@ class RoleGate:
         (throttled, the table's region impaired) leaves the work running, as the roles last
         read still hold.
 
-        A process that was frozen longer than :data:`FROZEN_AFTER_S` past its poll stops its
-        work at once, before any read: its own region's replica is the one that was cut off
+        A process that was frozen for longer than :data:`FROZEN_AFTER_S` stops its work within
+        :data:`FREEZE_PULSE_S` of running again, before any read: its own region's replica is the one that was cut off
         with it, so the first read after a thaw can be slow or stale, and the work would go on
         meanwhile beside the region that took its role. The loop asks the gate again before
         its next pass, so a pause with the roles unchanged costs one pass cut short.
@@ -140,15 +142,7 @@ class RoleGate:
         done = threading.Event()
 
         def poll() -> None:
-            while True:
-                waited_from = self.clock()
-                if done.wait(self.poll_s):
-                    return
-                frozen_s = self.clock() - waited_from - self.poll_s
-                if frozen_s > FROZEN_AFTER_S:
-                    logger.warning("process frozen for about %.0f s: stopping until the role record is read", frozen_s)
-                    moved.set()
-                    return
+            while not done.wait(self.poll_s):
                 try:
                     epoch = self.store.assignment(self.topology).epoch
                 except BrokerSyncError as e:
@@ -159,10 +153,24 @@ class RoleGate:
                     moved.set()
                     return
 
-        watcher = threading.Thread(target=poll, name="role-watch", daemon=True)
-        watcher.start()
+        def pulse() -> None:
+            """Notices a freeze whatever the poll is doing (a read in flight when it began, too)."""
+            while True:
+                waited_from = self.clock()
+                if done.wait(FREEZE_PULSE_S):
+                    return
+                frozen_s = self.clock() - waited_from - FREEZE_PULSE_S
+                if frozen_s > FROZEN_AFTER_S:
+                    logger.warning("process frozen for about %.0f s: stopping until the role record is read", frozen_s)
+                    moved.set()
+                    return
+
+        threads = [threading.Thread(target=t, name=f"role-{t.__name__}", daemon=True) for t in (poll, pulse)]
+        for thread in threads:
+            thread.start()
         try:
             yield moved
         finally:
             done.set()
-            watcher.join(timeout=self.poll_s + 1)
+            for thread in threads:  # a read in flight after a stop is left to finish on its own
+                thread.join(timeout=0.1 if moved.is_set() else self.poll_s + 1)
