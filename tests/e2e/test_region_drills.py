@@ -15,9 +15,11 @@ pytestmark = pytest.mark.broker
 PORTS = shifted_ports(
     WorldPorts(primary_openwire=61776, primary_stomp=61773, dr_openwire=62776, dr_stomp=62773, aws=5165)
 )
-#: A pass frozen by the partition resumes when the region returns and ends at the gate's next
-#: poll (1 s) and the relay's next receive wait; no pass starts there after the return.
-THAWED_PASS_S = 3.0
+#: A pass frozen by the partition resumes when the region returns. The gate stops it within a
+#: pulse (0.25 s) of the thaw, but the pass first finishes the ledger write it froze in, against
+#: its own region's endpoint, which is catching up on everything queued while it was frozen.
+#: Measured on two loaded cores: 2.7 s to 5.2 s. No pass starts there after the return.
+THAWED_PASS_S = 8.0
 
 
 @pytest.fixture(scope="module")
