@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 
 #: How often a working loop re-reads the role record (one strongly consistent GetItem).
 DEFAULT_POLL_S = 2.0
-#: A watcher's wait that overran its poll by this much means the process was frozen (a region
-#: partitioned and back, a VM paused): the roles it works under may have moved meanwhile.
+#: A pulse's wait that overran by this much means the process was frozen (a region partitioned
+#: and back, a VM paused): the roles it works under may have moved meanwhile.
 FROZEN_AFTER_S = 3.0
 #: How often a working loop checks that it was not frozen.
 FREEZE_PULSE_S = 0.25

@@ -201,9 +201,7 @@ class PurgeService:
             return result
         _forget_resolved(waiting, pending)
         started = time.monotonic()
-        swept = self._swept(queue, pending)
-        if swept:
-            pending = [p for p in pending if p.message_id not in {s.message_id for s in swept}]
+        swept, pending = self._swept(queue, pending)
         unnameable = [p for p in pending if p.message_id is None]
         if unnameable:
             self.ledger.mark_missing(queue, unnameable)
@@ -273,21 +271,21 @@ class PurgeService:
             )
         return missing
 
-    def _swept(self, queue: str, pending: list[PendingKey]) -> list[PendingKey]:
-        """Pending entries whose message the late-copy sweep already removed from DR (its acks confirmed).
+    def _swept(self, queue: str, pending: list[PendingKey]) -> tuple[list[PendingKey], list[PendingKey]]:
+        """``pending`` split: entries whose message the late-copy sweep already removed from DR
+        (its acks confirmed), and the rest.
 
         Nothing is removed here: the sweep removed exactly these message ids, each one the
         ledger holds as consumed, so the entries only need marking.
         """
-        if self.late_copies is None:
-            return []
-        removed = self.late_copies.removed(queue)
+        removed = self.late_copies.removed(queue) if self.late_copies is not None else set()
+        if not removed:
+            return [], pending
         swept = [p for p in pending if p.message_id is not None and p.message_id in removed]
-        if swept:
-            waiting = self._waiting.get(queue, {})
-            for entry in swept:
-                waiting.pop(entry.message_id or "", None)
-        return swept
+        waiting = self._waiting.get(queue, {})
+        for entry in swept:
+            waiting.pop(entry.message_id or "", None)
+        return swept, [p for p in pending if p.message_id not in removed or p.message_id is None]
 
     def emit_depths(self) -> dict[str, int]:
         """DR depth per queue, and the primary's Q.DR depth: copies not yet on DR (the loss-risk window).
