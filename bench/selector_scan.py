@@ -14,12 +14,15 @@ depth:
 * ``correlation_id``: ``JMSCorrelationID IN (...)``, a string the broker stores as such;
 * ``floor``: ``JMSPriority = 10`` (JMS priorities are 0-9): the dispatch loop with the
   cheapest test, the least any selector can cost;
-* ``removes_one``: what a purge subscription does, on a message at the tail, behind the
-  backlog: the ``correlation_id`` list plus that message's correlation id, a prefetch of 1,
-  its frame received, one ACK, then the UNSUBSCRIBE with a receipt. Against
-  ``correlation_id`` (the same selector, nothing found), its extra cost per 1,000 deep is what
-  the ACK's wake-up pass adds: ActiveMQ scans the backlog again for the subscription the ACK
-  has just left room in, before the UNSUBSCRIBE lands.
+* ``removes_one_apart``: a purge subscription as the purge ran it until decision 0015, on a
+  message at the tail, behind the backlog: the ``correlation_id`` list plus that message's
+  correlation id, a prefetch of 1, its frame received, one ACK, then the UNSUBSCRIBE with a
+  receipt, each frame in a write of its own;
+* ``removes_one``: the same, with the ACK and the UNSUBSCRIBE in one write, as the purge
+  sends them now (``send_in_one_write``). Against ``correlation_id`` (the same selector,
+  nothing found), a removing subscription's extra cost per 1,000 deep is what the ACK's
+  wake-up passes add: ActiveMQ scans the backlog again for the subscription the ACK has just
+  left room in, for as long as it has not read the UNSUBSCRIBE.
 
 The figure that matters is the broker's CPU per subscription per 1,000 messages of depth,
 (cost at depth - cost at 0) / depth: what each purge round pays for the backlog.
@@ -42,7 +45,7 @@ from typing import Any
 
 import stomp
 
-from brokersync.broker.stomp import StompConnector
+from brokersync.broker.stomp import StompConnector, send_in_one_write
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 from brokersync.topology import Queue, Topology, load_topology
 from brokersync_ci import bench_results
@@ -167,7 +170,7 @@ class _Scan:
             self.connection.unsubscribe(f"s{n}", headers={"receipt": f"b{n}"})
             self.listener.wait(f"b{n}")
 
-    def remove_tail(self, count: int) -> None:
+    def remove_tail(self, count: int, *, one_write: bool) -> None:
         """As the purge does: a subscription per tail message, its frame, one ACK, the UNSUBSCRIBE."""
         for _ in range(count):
             n = next(self.subscription_ids)
@@ -179,8 +182,14 @@ class _Scan:
             frame = self.listener.wait_frame()
             if frame.headers.get("correlation-id") != wanted:
                 raise AssertionError(f"subscription s{n} was given {frame.headers.get('correlation-id')!r}")
-            self.connection.ack(frame.headers["ack"])
-            self.connection.unsubscribe(f"s{n}", headers={"receipt": f"b{n}"})
+            if one_write:
+                unsubscribe = {"id": f"s{n}", "receipt": f"b{n}"}
+                send_in_one_write(
+                    self.connection, [("ACK", {"id": frame.headers["ack"]}), ("UNSUBSCRIBE", unsubscribe)]
+                )
+            else:
+                self.connection.ack(frame.headers["ack"])
+                self.connection.unsubscribe(f"s{n}", headers={"receipt": f"b{n}"})
             self.listener.wait(f"b{n}")
 
     def cost_ms(self, run: Callable[[], None], count: int) -> float:
@@ -189,15 +198,17 @@ class _Scan:
         return round(1000 * (cpu_seconds(self.pid) - before) / count, 2)
 
     def at_depth(self, depth: int, subscriptions: int) -> dict[str, float]:
-        self.grow(depth, WARM_UP + subscriptions)
+        self.grow(depth, 2 * (WARM_UP + subscriptions))
         for selector in self.forms.values():
             self.open_and_close(selector, WARM_UP)
-        self.remove_tail(WARM_UP)
+        self.remove_tail(WARM_UP, one_write=False)
+        self.remove_tail(WARM_UP, one_write=True)
         costs = {
             name: self.cost_ms(lambda s=selector: self.open_and_close(s, subscriptions), subscriptions)
             for name, selector in self.forms.items()
         }
-        costs["removes_one"] = self.cost_ms(lambda: self.remove_tail(subscriptions), subscriptions)
+        for name, one_write in (("removes_one_apart", False), ("removes_one", True)):
+            costs[name] = self.cost_ms(lambda w=one_write: self.remove_tail(subscriptions, one_write=w), subscriptions)
         if (left := queue_depth(self.dr, QUEUE)) != self.backlog:
             raise AssertionError(f"the backlog of {self.backlog} was touched: {left} left")
         if self.listener.delivered != self.tails_taken:
@@ -221,7 +232,7 @@ def measure(depths: list[int], subscriptions: int) -> dict[str, Any]:
             forms = scan.forms
         finally:
             world.destroy()
-    names = [*forms, "removes_one"]
+    names = [*forms, "removes_one_apart", "removes_one"]
     deepest = max(depths)
     per_thousand: dict[str, float] | None = None
     if deepest > 0 and "0" in by_depth:

@@ -8,6 +8,7 @@ exactly the messages not consumed on the primary, none of them redelivered.
 from __future__ import annotations
 
 import time
+from unittest import mock
 
 import pytest
 import stomp
@@ -109,13 +110,17 @@ class _DropsMidRound(SelectorRemover):
     """The connection dies after some acks were sent and before the receipt that confirms them."""
 
     def _close(self, connection: stomp.Connection12, *args: object, **kwargs: object) -> None:
-        # The ACK goes out; where the UNSUBSCRIBE that asks for the receipt would follow, the connection dies.
-        original = connection.unsubscribe
-        connection.unsubscribe = lambda *_a, **_k: connection.disconnect()  # type: ignore[method-assign]
-        try:
+        # The ACK reaches the broker; the UNSUBSCRIBE behind it in the same write, which asks for
+        # the receipt, never does: the connection dies between the two frames.
+        def ack_then_die(conn: stomp.Connection12, frames: list[tuple[str, dict[str, str]]]) -> None:
+            for command, headers in frames:
+                if command != "ACK":
+                    conn.disconnect()
+                    return
+                conn.ack(headers["id"])
+
+        with mock.patch("brokersync.purge.remover.send_in_one_write", ack_then_die):
             super()._close(connection, *args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            connection.unsubscribe = original  # type: ignore[method-assign]
 
 
 def test_a_connection_lost_before_the_acks_were_confirmed_removes_nothing_twice(

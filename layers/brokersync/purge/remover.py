@@ -22,7 +22,10 @@ dispatched, that is, against the whole backlog of unconsumed messages on DR. Ack
 frame made that a pass per removed message, so the purge's broker cost grew with the DR
 queue's depth. A subscription whose prefetch is the batch is *full* once its messages are
 dispatched, and a pass skips a full subscription without evaluating anything; one cumulative
-ACK followed at once by the UNSUBSCRIBE leaves one pass per batch, not per message.
+ACK followed at once by the UNSUBSCRIBE leaves the passes of one ACK per batch, not per
+message. The ACK and the UNSUBSCRIBE leave in one write (decision 0015): an ACK wakes the
+queue more than once, and each of those passes scanned the backlog again until the broker
+had read the UNSUBSCRIBE.
 
 Why the invariant holds ("a message not consumed on the primary is never received, acked,
 nacked or redelivered by the purge"): ActiveMQ returns a subscription's delivered-but-unacked
@@ -63,7 +66,7 @@ import stomp
 from stomp.exception import StompException
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import StompConnector
+from brokersync.broker.stomp import StompConnector, send_in_one_write
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
@@ -274,16 +277,20 @@ class SelectorRemover:
     ) -> None:
         """One cumulative ACK for what the subscription took, then UNSUBSCRIBE; the group's last carries the receipt.
 
-        The ACK goes first and the UNSUBSCRIBE right behind it, so the dispatch pass the ACK's
-        wake-up runs finds the subscription gone instead of evaluating its selector again.
+        Both go in one write, the ACK first: the broker then reads the UNSUBSCRIBE before the
+        dispatch passes the ACK's wake-ups run, and those find the subscription gone instead of
+        scanning the backlog with its selector (``send_in_one_write``, decision 0015).
         """
         subscription = subscriptions[sub_id]
         subscription.open = False
+        frames: list[tuple[str, dict[str, str]]] = []
         if subscription.last_ack is not None:
-            connection.ack(subscription.last_ack)
-            subscription.acked = list(subscription.taken)
+            frames.append(("ACK", {"id": subscription.last_ack}))
         last = not any(subscriptions[s].open for s in opened)
-        connection.unsubscribe(sub_id, headers={"receipt": receipt} if last else None)
+        frames.append(("UNSUBSCRIBE", {"id": sub_id, "receipt": receipt} if last else {"id": sub_id}))
+        send_in_one_write(connection, frames)
+        if subscription.last_ack is not None:
+            subscription.acked = list(subscription.taken)
 
     def _take(
         self,

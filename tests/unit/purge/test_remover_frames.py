@@ -27,6 +27,31 @@ def mid(n: int) -> str:
 
 
 @dataclass
+class ScriptedTransport:
+    """The bytes the remover writes, read back as the broker reads them: frame by frame, in order."""
+
+    connection: ScriptedConnection
+    blocking: bool = True
+    listeners: dict[str, stomp.ConnectionListener] = field(default_factory=dict)
+    #: The commands of each write, one list per write.
+    writes: list[list[str]] = field(default_factory=list)
+
+    def send(self, data: bytes) -> None:
+        commands: list[str] = []
+        for chunk in data.split(b"\x00"):
+            if not (chunk := chunk.lstrip(b"\n")):
+                continue
+            frame = stomp.utils.parse_frame(chunk)
+            commands.append(frame.cmd)
+            if frame.cmd == "ACK":
+                self.connection.ack(frame.headers["id"])
+            elif frame.cmd == "UNSUBSCRIBE":
+                receipt = frame.headers.get("receipt")
+                self.connection.unsubscribe(frame.headers["id"], {"receipt": receipt} if receipt else None)
+        self.writes.append(commands)
+
+
+@dataclass
 class ScriptedConnection:
     """Delivers, on each SUBSCRIBE, the frames a script says the broker would dispatch.
 
@@ -44,6 +69,10 @@ class ScriptedConnection:
     modes: set[str] = field(default_factory=set)
     connected: bool = True
     confirm: bool = True
+    transport: ScriptedTransport = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.transport = ScriptedTransport(self)
 
     def deliver(self, sub_id: str, message_id: str) -> None:
         ack_id = f"ack-{len(self.dispatched.get(sub_id, []))}-{sub_id}"
@@ -125,6 +154,26 @@ def test_a_subscription_is_acknowledged_with_one_cumulative_ack_whatever_it_remo
     connection = remover.connector.connections[0]  # type: ignore[attr-defined]
     assert len(result.removed) == 100
     assert (connection.ack_frames, connection.modes) == (1, {"client"})
+
+
+def test_the_ack_and_the_unsubscribe_leave_in_one_write_the_ack_first() -> None:
+    """Sent apart, the passes the ACK wakes scan the DR backlog before the UNSUBSCRIBE is read."""
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
+
+    remover.remove(QUEUE, [mid(1), mid(2)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert connection.transport.writes == [["ACK", "UNSUBSCRIBE"]]
+
+
+def test_a_subscription_that_found_nothing_is_closed_without_an_ack() -> None:
+    remover = _remover(lambda c, sub, ids: None)
+
+    result = remover.remove(QUEUE, [mid(1)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert result.not_found == [mid(1)]
+    assert connection.transport.writes == [["UNSUBSCRIBE"]]
 
 
 def test_a_subscription_that_found_all_its_ids_is_closed_without_waiting_for_the_others() -> None:

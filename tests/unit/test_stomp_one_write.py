@@ -1,0 +1,78 @@
+"""Several STOMP frames in one write: the bytes are what stomp.py's STOMP 1.2 protocol would send."""
+
+from __future__ import annotations
+
+import queue
+from types import SimpleNamespace
+
+import pytest
+import stomp
+from stomp.exception import StompException
+
+from brokersync.broker.stomp import send_in_one_write
+
+ACK_ID = "ID:app-41000-1795340000000-1:1:-1:1:7"
+
+
+class _Seen(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def on_send(self, frame: stomp.utils.Frame) -> None:
+        self.sent.append(frame.cmd)
+
+
+def _connection(*, blocking: bool) -> SimpleNamespace:
+    writes: list[bytes] = []
+    transport = SimpleNamespace(
+        blocking=blocking,
+        listeners={"seen": _Seen()},
+        send=writes.append,
+        send_queue=queue.Queue(),
+        writes=writes,
+    )
+    return SimpleNamespace(transport=transport)
+
+
+def _frames(data: bytes) -> list[stomp.utils.Frame]:
+    return [stomp.utils.parse_frame(chunk.lstrip(b"\n")) for chunk in data.split(b"\x00") if chunk.strip(b"\n")]
+
+
+def test_frames_go_in_one_write_in_order_with_their_values_escaped() -> None:
+    connection = _connection(blocking=True)
+
+    send_in_one_write(connection, [("ACK", {"id": ACK_ID}), ("UNSUBSCRIBE", {"id": "purge-3", "receipt": "r-1"})])  # type: ignore[arg-type]
+
+    (data,) = connection.transport.writes
+    assert b"id:ID\\capp-41000-1795340000000-1\\c1\\c-1\\c1\\c7\n" in data
+    frames = _frames(data)
+    assert [(f.cmd, f.headers) for f in frames] == [
+        ("ACK", {"id": ACK_ID}),
+        ("UNSUBSCRIBE", {"id": "purge-3", "receipt": "r-1"}),
+    ]
+
+
+def test_listeners_see_each_frame_as_stomp_py_shows_them_the_heartbeat_clock_included() -> None:
+    connection = _connection(blocking=True)
+
+    send_in_one_write(connection, [("ACK", {"id": ACK_ID}), ("UNSUBSCRIBE", {"id": "purge-3"})])  # type: ignore[arg-type]
+
+    assert connection.transport.listeners["seen"].sent == ["ACK", "UNSUBSCRIBE"]
+
+
+def test_a_tls_connection_gets_the_bytes_through_its_send_queue() -> None:
+    """stomp.py's TLS transport is non-blocking: its I/O thread alone writes to the socket."""
+    connection = _connection(blocking=False)
+
+    send_in_one_write(connection, [("UNSUBSCRIBE", {"id": "purge-3"})])  # type: ignore[arg-type]
+
+    assert connection.transport.writes == []
+    assert [f.cmd for f in _frames(connection.transport.send_queue.get_nowait())] == ["UNSUBSCRIBE"]
+
+
+def test_a_closed_tls_connection_raises_stomp_py_s_own_error() -> None:
+    connection = _connection(blocking=False)
+    connection.transport.send_queue = None
+
+    with pytest.raises(StompException):
+        send_in_one_write(connection, [("UNSUBSCRIBE", {"id": "purge-3"})])  # type: ignore[arg-type]
