@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from brokersync.broker.stomp import stomp_escape
 from brokersync.keys import validate_key
 from brokersync.topology import SyncKey
 
@@ -24,8 +25,7 @@ _FIELD: dict[SyncKey, str] = {"correlation-id": "JMSCorrelationID", "message-id"
 
 def stomp_escaped_length(text: str) -> int:
     """Bytes ``text`` takes in a STOMP 1.2 header after escaping (``\\`` ``\\n`` ``\\r`` ``:``)."""
-    extra = sum(text.count(c) for c in "\\\n\r:")
-    return len(text.encode()) + extra
+    return len(stomp_escape(text).encode())
 
 
 def _literal(key: str) -> str:

@@ -285,7 +285,7 @@ class PurgeService:
         waiting = self._waiting.get(queue, {})
         for entry in swept:
             waiting.pop(entry.message_id or "", None)
-        return swept, [p for p in pending if p.message_id not in removed or p.message_id is None]
+        return swept, [p for p in pending if p.message_id not in removed]
 
     def emit_depths(self) -> dict[str, int]:
         """DR depth per queue, and the primary's Q.DR depth: copies not yet on DR (the loss-risk window).
