@@ -1,0 +1,55 @@
+"""The relay's ACKs: one individual ACK per advisory, in order, a batch's ACKs in a few writes."""
+
+from __future__ import annotations
+
+import queue
+from types import SimpleNamespace
+
+import stomp
+
+from brokersync.capture.relay import ACKS_PER_WRITE, AdvisoryRelay
+
+
+def _relay_on_a_recording_transport() -> tuple[AdvisoryRelay, list[bytes]]:
+    writes: list[bytes] = []
+    transport = SimpleNamespace(blocking=True, listeners={}, send=writes.append, send_queue=queue.Queue())
+    connection = SimpleNamespace(transport=transport, is_connected=lambda: True)
+    relay = AdvisoryRelay.__new__(AdvisoryRelay)
+    relay._connection = connection  # type: ignore[assignment]
+    return relay, writes
+
+
+def _advisory(n: int) -> stomp.utils.Frame:
+    return stomp.utils.Frame("MESSAGE", {"ack": f"ID:primary-41000-1795340000000-1:1:1:1:{n}"})
+
+
+def _acked(writes: list[bytes]) -> list[tuple[str, dict[str, str]]]:
+    chunks = [c.lstrip(b"\n") for w in writes for c in w.split(b"\x00") if c.strip(b"\n")]
+    return [(f.cmd, f.headers) for f in map(stomp.utils.parse_frame, chunks)]
+
+
+def test_each_advisory_gets_its_own_ack_in_order() -> None:
+    relay, writes = _relay_on_a_recording_transport()
+    frames = [_advisory(n) for n in range(3)]
+
+    relay._ack(frames)
+
+    assert _acked(writes) == [("ACK", {"id": f.headers["ack"]}) for f in frames]
+
+
+def test_a_batch_s_acks_go_in_one_write_per_chunk_not_one_per_advisory() -> None:
+    relay, writes = _relay_on_a_recording_transport()
+    frames = [_advisory(n) for n in range(ACKS_PER_WRITE * 2 + 1)]
+
+    relay._ack(frames)
+
+    assert len(writes) == 3
+    assert [h["id"] for _, h in _acked(writes)] == [f.headers["ack"] for f in frames]
+
+
+def test_nothing_to_ack_writes_nothing() -> None:
+    relay, writes = _relay_on_a_recording_transport()
+
+    relay._ack([])
+
+    assert writes == []
