@@ -1,4 +1,4 @@
-"""Capture throughput and cost: one relay against the raw STOMP drain of the same queue.
+"""Capture throughput and cost: one relay against the raw STOMP drains of the same queue.
 
 Prints one JSON object measured in one run (three runs by default, each on a fresh pair,
 with their spread) and writes it into bench/results/capture.json:
@@ -10,6 +10,9 @@ Method: on a fresh local pair, N messages with ULID correlation ids are produced
 primary and consumed there with no relay running, so N consumed advisories wait in
 BROKERSYNC.CONSUMED. The raw drain reads them with the same subscription the relay uses
 (jms-advisory-json, client-individual acks sent from the reading thread) and nothing else.
+A third batch is read by a minimal STOMP 1.2 reader on a plain socket (the lean drain,
+bench-only): the same subscription, the same individual ACKs, without a client library's
+per-frame machinery; what reading and acking an advisory costs in Python at the least.
 Then N more advisories are made and one relay drains them into the ledger table in moto's
 DynamoDB (real HTTP requests), parsing, batching, writing and acking. Write units are
 counted per request from the item sizes by DynamoDB's rules and priced at on-demand rates.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue as queue_mod
+import socket
 import sys
 import tempfile
 import threading
@@ -120,6 +124,74 @@ def raw_drain(primary: StompConnector, broker_pid: int, count: int) -> Drain:
     return Drain(count / elapsed, spent["ours"], spent["broker"])
 
 
+def _lean_frames(buf: bytes) -> tuple[list[bytes], int]:
+    """The ``ack`` values of the whole frames at the head of ``buf``, and where the rest starts."""
+    acks: list[bytes] = []
+    pos = 0
+    size = len(buf)
+    while True:
+        while pos < size and buf[pos] in b"\r\n":  # optional EOLs between frames
+            pos += 1
+        head_end = buf.find(b"\n\n", pos)
+        if head_end < 0:
+            return acks, pos
+        head = buf[pos:head_end]
+        if not head.startswith(b"MESSAGE\n"):
+            raise RuntimeError(f"lean drain got {head[:200]!r}")
+        length_at = head.find(b"\ncontent-length:")
+        if length_at >= 0:
+            line_end = head.find(b"\n", length_at + 1)
+            length = int(head[length_at + 16 : line_end if line_end >= 0 else None])
+            end = head_end + 2 + length
+            if end >= size:
+                return acks, pos
+        else:
+            end = buf.find(b"\x00", head_end + 2)
+            if end < 0:
+                return acks, pos
+        ack_at = head.find(b"\nack:")
+        if ack_at < 0:
+            raise RuntimeError(f"lean drain got a MESSAGE without an ack header: {head[:200]!r}")
+        line_end = head.find(b"\n", ack_at + 1)
+        acks.append(head[ack_at + 5 : line_end if line_end >= 0 else None])
+        pos = end + 1
+
+
+def lean_drain(primary: StompConnector, broker_pid: int, count: int) -> Drain:
+    """The raw drain's subscription read by a minimal STOMP 1.2 reader: each recv's ACKs in one write."""
+    endpoint = primary.endpoints[0]
+    with socket.create_connection((endpoint.host, endpoint.port), timeout=60) as sock:
+        sock.sendall(b"CONNECT\naccept-version:1.2\nhost:localhost\nheart-beat:0,0\n\n\x00")
+        buf = b""
+        while b"\x00" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk or not (buf := buf + chunk).startswith(b"CONNECTED"):
+                raise RuntimeError(f"lean drain could not connect: {buf[:200]!r}")
+        buf = buf[buf.index(b"\x00") + 1 :]
+        meter = CpuMeter({"ours": os.getpid(), "broker": broker_pid})
+        meter.start()
+        started = time.perf_counter()
+        sock.sendall(
+            f"SUBSCRIBE\nid:lean\ndestination:/queue/{CONSUMED_QUEUE}\nack:client-individual\n"
+            f"transformation:{ADVISORY_TRANSFORMATION}\nactivemq.prefetchSize:1000\n\n\x00".encode()
+        )
+        acked = 0
+        while acked < count:
+            chunk = sock.recv(262144)
+            if not chunk:
+                raise ConnectionError("the broker closed the lean drain's connection")
+            buf += chunk
+            acks, used = _lean_frames(buf)
+            buf = buf[used:]
+            if acks:
+                sock.sendall(b"".join(b"ACK\nid:" + ack + b"\n\n\x00" for ack in acks))
+                acked += len(acks)
+        elapsed = time.perf_counter() - started
+        spent = meter.stop()
+        sock.sendall(b"DISCONNECT\n\n\x00")
+    return Drain(count / elapsed, spent["ours"], spent["broker"])
+
+
 def relay_drain(world: LocalWorld, primary: StompConnector, count: int) -> tuple[Drain, float]:
     os.environ.update(
         {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-west-2"}
@@ -170,6 +242,8 @@ def measure(topology: Topology, messages: int) -> dict[str, object]:
             make_advisories(primary, messages)
             raw = raw_drain(primary, world.brokers["primary"].pid, messages)  # type: ignore[arg-type]
             make_advisories(primary, messages)
+            lean = lean_drain(primary, world.brokers["primary"].pid, messages)  # type: ignore[arg-type]
+            make_advisories(primary, messages)
             relay, units = relay_drain(world, primary, messages)
         finally:
             world.destroy()
@@ -183,9 +257,13 @@ def measure(topology: Topology, messages: int) -> dict[str, object]:
         "relay_cpu_s_per_1000": round(relay.cpu_s * per_1000, 4),
         "raw_drain_cpu_s_per_1000": round(raw.cpu_s * per_1000, 4),
         "relay_over_raw_cpu": round(relay.cpu_s / raw.cpu_s, 2),
+        "lean_drain_per_s": round(lean.per_s),
+        "lean_drain_cpu_s_per_1000": round(lean.cpu_s * per_1000, 4),
+        "raw_over_lean_cpu": round(raw.cpu_s / lean.cpu_s, 2),
         "primary_broker_cpu_s_per_1000": {
             "relay": round(relay.broker_cpu_s * per_1000, 4),
             "raw_drain": round(raw.broker_cpu_s * per_1000, 4),
+            "lean_drain": round(lean.broker_cpu_s * per_1000, 4),
         },
         "wcu_per_1000_msgs": round(wcu_per_1000, 1),
         "usd_per_million_msgs": round(usd_per_million, 4),
