@@ -342,8 +342,9 @@ class AdvisoryRelay:
         """One ACK per advisory (decision 0003), the batch's ACKs in writes of ``ACKS_PER_WRITE``.
 
         Why in one write: a write per ACK was a system call and stomp.py's per-frame transmit for
-        every advisory, most of what the relay spent beyond receiving it. The broker still sees
-        one individual ACK per advisory, in the same order, so what it does is unchanged.
+        every advisory, about 29 µs of CPU against 7 µs in one write (measured in-process; too
+        small to show in the sync bench at 500 msg/s, decision 0016). The broker still sees one
+        individual ACK per advisory, in the same order, so what it does is unchanged.
         """
         connection = self._require_connection()
         for start in range(0, len(frames), ACKS_PER_WRITE):
