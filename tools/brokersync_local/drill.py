@@ -14,6 +14,8 @@ the brokers hold:
   read exactly from the dead broker's store (:mod:`forensics`);
 * ``pending_purge_at_kill``: messages consumed on the primary whose copy was still on the
   DR broker at the kill (browsed the moment after it);
+* ``duplicates_from_bridge`` (where the old primary comes back): duplicates whose copy was in
+  the outflow at the kill; the rest were pending purge then;
 * ``rto_s``: from the kill (or the moment applications were stopped, for a switchover) to
   the state machine's success, when applications can use the new primary.
 
@@ -562,6 +564,9 @@ class Drill:
         }
         if "in_bridge_keys" in self.facts:
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
+            # A consumed message's copy still in the bridge reaches the new primary when the old
+            # one comes back, too late for any purge: a duplicate no purge could have prevented.
+            result["duplicates_from_bridge"] = len(duplicates & self.facts["in_bridge_keys"])
         result["queue"] = self.queue
         if "move_drain_s" in self.facts:
             result["move_drain_s"] = self.facts["move_drain_s"]
