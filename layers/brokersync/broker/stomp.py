@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import stomp
 from stomp.exception import ConnectFailedException, StompException
 
+from brokersync.broker.stomp_headers import HEADER_ESCAPES
 from brokersync.broker.stomp_headers import install as install_fast_header_parsing
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.redaction import install as install_log_redaction
@@ -102,7 +103,9 @@ class StompConnector:
 
 def stomp_escape(value: str) -> str:
     """A header value as STOMP 1.2 sends it (``\\`` ``\\n`` ``\\r`` ``:`` escaped), as stomp.py's protocol does."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
+    for char, escaped in HEADER_ESCAPES.items():
+        value = value.replace(char, escaped)
+    return value
 
 
 def send_in_one_write(connection: stomp.Connection12, frames: list[tuple[str, dict[str, str]]]) -> None:

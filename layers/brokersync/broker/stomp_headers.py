@@ -25,8 +25,10 @@ CHECKED_MAJOR = "9"
 #: stomp.py's own parser, kept for the equivalence test.
 STOMP_PY_PARSE_HEADERS = stomp.utils.parse_headers
 
+#: STOMP 1.2's header escapes, the backslash first (escaping in this order never escapes twice).
+HEADER_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", ":": "\\c"}
+_UNESCAPES = {escaped: char for char, escaped in HEADER_ESCAPES.items()}
 _ESCAPE = re.compile(r"\\.")
-_UNESCAPES = {"\\r": "\r", "\\n": "\n", "\\c": ":", "\\\\": "\\"}
 
 
 def _unescape(match: re.Match[str]) -> str:
