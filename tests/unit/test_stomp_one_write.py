@@ -10,6 +10,7 @@ import stomp
 from stomp.exception import StompException
 
 from brokersync.broker.stomp import send_in_one_write
+from tests.unit.stomp_writes import frames_in
 
 ACK_ID = "ID:app-41000-1795340000000-1:1:-1:1:7"
 
@@ -34,10 +35,6 @@ def _connection(*, blocking: bool) -> SimpleNamespace:
     return SimpleNamespace(transport=transport)
 
 
-def _frames(data: bytes) -> list[stomp.utils.Frame]:
-    return [stomp.utils.parse_frame(chunk.lstrip(b"\n")) for chunk in data.split(b"\x00") if chunk.strip(b"\n")]
-
-
 def test_frames_go_in_one_write_in_order_with_their_values_escaped() -> None:
     connection = _connection(blocking=True)
 
@@ -45,7 +42,7 @@ def test_frames_go_in_one_write_in_order_with_their_values_escaped() -> None:
 
     (data,) = connection.transport.writes
     assert b"id:ID\\capp-41000-1795340000000-1\\c1\\c-1\\c1\\c7\n" in data
-    frames = _frames(data)
+    frames = frames_in(data)
     assert [(f.cmd, f.headers) for f in frames] == [
         ("ACK", {"id": ACK_ID}),
         ("UNSUBSCRIBE", {"id": "purge-3", "receipt": "r-1"}),
@@ -67,7 +64,7 @@ def test_a_tls_connection_gets_the_bytes_through_its_send_queue() -> None:
     send_in_one_write(connection, [("UNSUBSCRIBE", {"id": "purge-3"})])  # type: ignore[arg-type]
 
     assert connection.transport.writes == []
-    assert [f.cmd for f in _frames(connection.transport.send_queue.get_nowait())] == ["UNSUBSCRIBE"]
+    assert [f.cmd for f in frames_in(connection.transport.send_queue.get_nowait())] == ["UNSUBSCRIBE"]
 
 
 def test_a_closed_tls_connection_raises_stomp_py_s_own_error() -> None:

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import stomp
 
 from brokersync.capture.relay import ACKS_PER_WRITE, AdvisoryRelay
+from tests.unit.stomp_writes import frames_in
 
 
 def _relay_on_a_recording_transport() -> tuple[AdvisoryRelay, list[bytes]]:
@@ -24,8 +25,7 @@ def _advisory(n: int) -> stomp.utils.Frame:
 
 
 def _acked(writes: list[bytes]) -> list[tuple[str, dict[str, str]]]:
-    chunks = [c.lstrip(b"\n") for w in writes for c in w.split(b"\x00") if c.strip(b"\n")]
-    return [(f.cmd, f.headers) for f in map(stomp.utils.parse_frame, chunks)]
+    return [(f.cmd, f.headers) for f in frames_in(*writes)]
 
 
 def test_each_advisory_gets_its_own_ack_in_order() -> None:
