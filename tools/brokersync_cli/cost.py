@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
+
 SECONDS_PER_MONTH = 30 * 24 * 3600
 
 
@@ -49,8 +51,8 @@ class Usage:
     retention_days: float = 7.0  # the ledger's TTL
     message_bytes: float = 1024.0
     function_gb: float = 0.5
-    relay_seconds_per_minute: float = 50.0  # BROKERSYNC_RELAY_MAX_SECONDS on a 1-minute schedule
-    purge_seconds_per_invocation: float = 40.0  # BROKERSYNC_PURGE_MAX_SECONDS, looping through idle rounds
+    relay_seconds_per_minute: float = DEFAULT_RELAY_MAX_SECONDS  # on its 1-minute schedule
+    purge_seconds_per_invocation: float = DEFAULT_PURGE_MAX_SECONDS  # looping through idle rounds
     transitions_per_purge_invocation: float = 2.0  # Purge task + EnoughIterations choice
     #: The health probe, every minute in both regions (brokersync.health): seconds per run.
     probe_seconds_per_run: float = 2.0
@@ -69,7 +71,7 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
     thousands = messages / 1000
     table_gb = rate * u.retention_days * 86400 * u.ledger_bytes_per_key / 1e9  # one region's replica
     purge_invocations = SECONDS_PER_MONTH / u.purge_seconds_per_invocation
-    relay_invocations = SECONDS_PER_MONTH / 60
+    relay_invocations = SECONDS_PER_MONTH / RELAY_SCHEDULE_PERIOD_S
     probe_invocations = 2 * SECONDS_PER_MONTH / 60  # both regions, every minute
     writes = thousands * (u.capture_write_units_per_1000 + u.mark_write_units_per_1000) / 1e6
     lines = {

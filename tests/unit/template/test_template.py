@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from brokersync import health
+from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
 
@@ -344,3 +345,20 @@ def test_the_return_backlog_alarm_watches_the_probes_figure_and_is_silent_for_pa
     assert properties["MetricName"] == health.RETURN_BACKLOG_TOTAL
     assert properties["Threshold"] == {"Ref": "CopyBacklogAlarmThreshold"}
     assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_the_relay_relays_all_but_two_seconds_of_its_schedule_and_its_timeout_leaves_room_to_finish(
+    template: dict[str, Any],
+) -> None:
+    """Between one scheduled invocation's end and the next one's start nothing is relayed (the
+    purge then has nothing to remove): that gap is the period less the relay time."""
+    relay = template["Resources"]["RelayAdvisoriesFunction"]["Properties"]
+    relays_for = float(relay["Environment"]["Variables"]["BROKERSYNC_RELAY_MAX_SECONDS"])
+    schedule = relay["Events"]["EveryMinute"]["Properties"]["Schedule"]
+
+    assert relays_for == DEFAULT_RELAY_MAX_SECONDS
+    assert schedule == "rate(1 minute)" and RELAY_SCHEDULE_PERIOD_S == 60
+    assert RELAY_SCHEDULE_PERIOD_S - relays_for <= 2
+    # The handler relays for min(max seconds, time left - 5 s): the timeout must not cut the relay time.
+    assert relay["Timeout"] >= relays_for + 5 + 20
+    assert relay["ReservedConcurrentExecutions"] == 1
