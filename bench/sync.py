@@ -22,8 +22,8 @@ One run measures, side by side:
   memory only up to its policy's memory limit, so neither a stuck consumer (it is never
   dispatched more than about 1,400 1 KB messages) nor a selector past the backlog can hold
   50,000 there while live traffic flows;
-* **floor**: a plain consumer draining the DR queue (the baseline's copies): the physical
-  cost of removing a message on the DR broker.
+* **floor**: a plain consumer draining the DR queue (the baseline's copies) at the step's rate:
+  the physical cost of removing a message on the DR broker.
 
 For each sync step: lag per message (consume on the primary to removal on DR, p50/p99), and
 the backlog's messages on DR checked afterwards for a raised redelivery flag (must be 0).
@@ -88,7 +88,7 @@ WARM_UP_S = 15.0
 DRAIN_TIMEOUT_S = 90.0
 #: A folder: the relay and the purge write a cProfile of each step there (see ``profiled``).
 ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
-#: The floor's drain is metered in this many equal parts; its figure is the median part's.
+#: The floor's drain is metered in this many equal parts (reported beside the whole drain's figure).
 FLOOR_PARTS = 3
 PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
 
@@ -439,18 +439,20 @@ class Pair:
         """Messages on DR whose redelivery flag is raised (none may be: the purge never touches them)."""
         return sum(1 for frame in browse(self.dr, QUEUE, timeout_s=600) if frame.headers.get("redelivered") == "true")
 
-    def drain_floor(self) -> dict[str, Any]:
+    def drain_floor(self, rate: float | None = None) -> dict[str, Any]:
         """A plain consumer draining the DR queue: the DR broker's CPU per removed message.
 
-        Each metered part ends only once the broker has confirmed every ACK in it (a receipt on
-        its last ACK: a connection's frames are handled in order). Stopping when the last ACK was
-        sent left a varying share of the broker's ACK work outside the window.
+        ``rate`` paces the ACKs (and so, through the prefetch, the dispatch) at the step's rate:
+        the broker's periodic work (the store's checkpoint every few seconds, collections) is
+        then shared over as many messages per second as in the steps it is compared with.
+        Drained flat out, 30,000 messages took 6 s, a window that held one checkpoint or two,
+        and the figure moved 17-19 % between back-to-back runs; its three parts moved four-fold
+        within one run (0.09 to 0.34 CPU-s per 1,000). ``None`` drains flat out (the warm-up).
 
-        The drain is metered in :data:`FLOOR_PARTS` equal parts and the median part is the
-        figure: one pass metered whole moved 17-19 % between back-to-back runs (the broker's
-        own housekeeping, a store checkpoint or a collection, lands in a window of a few
-        seconds or not), against the issue's 15 %; one part that catches it does not move the
-        median. The parts are reported too, so a run shows its own spread.
+        The drain is metered in :data:`FLOOR_PARTS` equal parts, each ending only once the
+        broker has confirmed every ACK in it (a receipt on its last ACK: a connection's frames
+        are handled in order); the figure is the whole drain's, and the parts show how even
+        it was.
         """
         count = queue_depth(self.dr, QUEUE)
         if not count:
@@ -461,6 +463,7 @@ class Pair:
         parts = min(FLOOR_PARTS, count)
         bounds = [count * i // parts for i in range(parts + 1)]
         per_part: list[float] = []
+        total_cpu = 0.0
         started = time.monotonic()
         meter.start()
         connection.subscribe(
@@ -469,22 +472,27 @@ class Pair:
         for part in range(parts):
             size = bounds[part + 1] - bounds[part]
             receipt = f"floor-part-{part}"
-            for n in range(size):
+            for n in range(bounds[part], bounds[part + 1]):
                 frame = inbox.frames.get(timeout=60)
                 assert isinstance(frame, stomp.utils.Frame), "the DR broker dropped the floor's connection"
-                connection.ack(frame.headers["ack"], receipt=receipt if n == size - 1 else None)
+                if rate:
+                    time.sleep(max(0.0, started + n / rate - time.monotonic()))
+                connection.ack(frame.headers["ack"], receipt=receipt if n == bounds[part + 1] - 1 else None)
             with inbox.receipt_arrived:
                 if not inbox.receipt_arrived.wait_for(lambda r=receipt: r in inbox.receipts, timeout=60):
                     raise TimeoutError(f"the DR broker did not confirm the floor's acks ({receipt}) within 60 s")
-            per_part.append(meter.stop()["dr_broker"] / size * 1000)
+            cpu = meter.stop()["dr_broker"]
             meter.start()
+            total_cpu += cpu
+            per_part.append(cpu / size * 1000)
         elapsed = time.monotonic() - started
         connection.unsubscribe("f")
         connection.disconnect()
         return {
             "drained": count,
+            "paced_msgs_per_s": rate,
             "msgs_per_s": round(count / elapsed),
-            "dr_broker_cpu_s_per_1000": round(stats_mod.median(per_part), 4),
+            "dr_broker_cpu_s_per_1000": round(total_cpu / count * 1000, 4),
             "parts_cpu_s_per_1000": [round(c, 4) for c in per_part],
         }
 
@@ -517,7 +525,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         progress("baseline step (mirror: copy only)")
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
         progress("floor: a plain consumer drains DR")
-        result["floor"] = pair.drain_floor()
+        result["floor"] = pair.drain_floor(args.rate)
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
         Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
