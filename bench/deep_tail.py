@@ -27,7 +27,8 @@ Each body size given is measured on a fresh pair: the broker pages a queue into 
 the DR policy's ``memoryLimit`` (``tuning.dr.memory_limit_mb``), so whether the tail is
 within a selector's reach depends on the backlog's bytes, not its count.
 
-Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--body-bytes 1024,256] [--repeat 2]``
+Run: ``.venv/bin/python bench/deep_tail.py [--backlog 100000] [--tail 100] [--body-bytes 1024,256]
+[--dr-memory-mb MB] [--repeat 2]``
 (writes bench/results/deep_tail.json; ``--no-record`` to only print)
 """
 
@@ -58,9 +59,14 @@ QUEUE = "BENCH.TAIL"
 FILL_TIMEOUT_S = 600.0
 
 
-def bench_topology() -> Topology:
+def bench_topology(dr_memory_mb: int | None = None) -> Topology:
+    """The topology with the bench's one queue; ``dr_memory_mb`` sizes the DR queue's memory limit."""
     base = load_topology(ROOT / "topology.yaml")
-    return base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
+    topology = base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
+    if dr_memory_mb is None:
+        return topology
+    dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": dr_memory_mb})
+    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
 
 
 class _Taker(stomp.ConnectionListener):
@@ -91,11 +97,13 @@ def consume_tail(primary: StompConnector, count: int) -> list[str]:
     return ids
 
 
-def measure(backlog: int, tail: int, body_bytes: int, timeout_s: float) -> dict[str, Any]:
+def measure(
+    backlog: int, tail: int, body_bytes: int, timeout_s: float, dr_memory_mb: int | None = None
+) -> dict[str, Any]:
     """One run on a fresh pair (see the module's docstring)."""
     body = "x" * body_bytes
     with tempfile.TemporaryDirectory(prefix="bench-deep-tail-") as state:
-        world = LocalWorld(bench_topology(), Path(state), PORTS)
+        world = LocalWorld(bench_topology(dr_memory_mb), Path(state), PORTS)
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             topology = world.topology
@@ -149,12 +157,20 @@ def main() -> int:
     parser.add_argument("--tail", type=int, default=100, help="messages consumed at the tail (100)")
     parser.add_argument("--body-bytes", default="1024,256", help="message sizes, one fresh pair each (1024,256)")
     parser.add_argument("--timeout", type=float, default=120.0, help="how long the purge may try (120 s)")
+    parser.add_argument(
+        "--dr-memory-mb", type=int, default=None, help="the DR queue's memory limit (default: topology.yaml's)"
+    )
     bench_results.add_arguments(parser, "deep_tail", repeat=2)
     args = parser.parse_args()
     sizes = [int(size) for size in args.body_bytes.split(",") if size.strip()]
 
     def measure_sizes() -> dict[str, Any]:
-        return {"by_body_bytes": {str(size): measure(args.backlog, args.tail, size, args.timeout) for size in sizes}}
+        return {
+            "dr_memory_limit_mb": bench_topology(args.dr_memory_mb).tuning.dr.memory_limit_mb,
+            "by_body_bytes": {
+                str(size): measure(args.backlog, args.tail, size, args.timeout, args.dr_memory_mb) for size in sizes
+            },
+        }
 
     result = bench_results.run_repeated(
         measure_sizes, args.repeat, lambda line: print(line, file=sys.stderr, flush=True)
