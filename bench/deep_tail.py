@@ -49,6 +49,7 @@ from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Queue, Topology, load_topology
 from brokersync_ci import bench_results
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
+from brokersync_local.broker_process import heap_for_queue_memory
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
@@ -104,6 +105,8 @@ def measure(
     body = "x" * body_bytes
     with tempfile.TemporaryDirectory(prefix="bench-deep-tail-") as state:
         world = LocalWorld(bench_topology(dr_memory_mb), Path(state), PORTS)
+        if dr_memory_mb is not None:  # as the sync bench sizes it: the broker's own limit must not bind first
+            world.brokers["dr"].heap = heap_for_queue_memory(dr_memory_mb)
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             topology = world.topology

@@ -72,6 +72,7 @@ from brokersync_ci import bench_results
 from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
+from brokersync_local.broker_process import heap_for_queue_memory
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 
@@ -310,7 +311,7 @@ class Pair:
         self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS)
         if dr_memory_mb is not None:
             # A DR broker is sized for its queues' memory limit, as an instance type is chosen for it.
-            self.world.brokers["dr"].heap = f"{max(256, 2 * dr_memory_mb)}m"
+            self.world.brokers["dr"].heap = heap_for_queue_memory(dr_memory_mb)
         self.topology = self.world.topology
         self.primary = StompConnector(self.topology.primary.stomp)
         self.dr = StompConnector(self.topology.dr.stomp)
