@@ -49,9 +49,8 @@ from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Queue, Topology, load_topology
 from brokersync_ci import bench_results
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
-from brokersync_local.broker_process import heap_for_queue_memory
 from brokersync_local.browsing import browse
-from brokersync_local.world import LocalWorld, WorldPorts
+from brokersync_local.world import LocalWorld, WorldPorts, with_dr_memory_limit
 
 ROOT = Path(__file__).resolve().parents[1]
 PORTS = WorldPorts(primary_openwire=63616, primary_stomp=63613, dr_openwire=64616, dr_stomp=64613, aws=5098)
@@ -63,11 +62,7 @@ FILL_TIMEOUT_S = 600.0
 def bench_topology(dr_memory_mb: int | None = None) -> Topology:
     """The topology with the bench's one queue; ``dr_memory_mb`` sizes the DR queue's memory limit."""
     base = load_topology(ROOT / "topology.yaml")
-    topology = base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]})
-    if dr_memory_mb is None:
-        return topology
-    dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": dr_memory_mb})
-    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
+    return with_dr_memory_limit(base.model_copy(update={"queues": [Queue(name=QUEUE, mode="sync")]}), dr_memory_mb)
 
 
 class _Taker(stomp.ConnectionListener):
@@ -104,9 +99,7 @@ def measure(
     """One run on a fresh pair (see the module's docstring)."""
     body = "x" * body_bytes
     with tempfile.TemporaryDirectory(prefix="bench-deep-tail-") as state:
-        world = LocalWorld(bench_topology(dr_memory_mb), Path(state), PORTS)
-        if dr_memory_mb is not None:  # as the sync bench sizes it: the broker's own limit must not bind first
-            world.brokers["dr"].heap = heap_for_queue_memory(dr_memory_mb)
+        world = LocalWorld(bench_topology(dr_memory_mb), Path(state), PORTS)  # the DR heap follows the limit
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             topology = world.topology

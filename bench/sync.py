@@ -72,9 +72,8 @@ from brokersync_ci import bench_results
 from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
-from brokersync_local.broker_process import heap_for_queue_memory
 from brokersync_local.browsing import browse
-from brokersync_local.world import LocalWorld, WorldPorts
+from brokersync_local.world import LocalWorld, WorldPorts, with_dr_memory_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTS = WorldPorts(primary_openwire=63916, primary_stomp=63913, dr_openwire=64916, dr_stomp=64913, aws=5097)
@@ -97,11 +96,7 @@ PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "pu
 def bench_topology(mode: Mode = "sync", dr_memory_mb: int | None = None) -> Topology:
     """The topology with the bench's one queue; ``dr_memory_mb`` sizes the DR queue's memory limit."""
     base = load_topology(ROOT / "topology.yaml")
-    topology = base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]})
-    if dr_memory_mb is None:
-        return topology
-    dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": dr_memory_mb})
-    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
+    return with_dr_memory_limit(base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]}), dr_memory_mb)
 
 
 # -- the processes ----------------------------------------------------------------------------------
@@ -308,10 +303,7 @@ class Pair:
     """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
 
     def __init__(self, mode: Mode, state: Path, dr_memory_mb: int | None = None) -> None:
-        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS)
-        if dr_memory_mb is not None:
-            # A DR broker is sized for its queues' memory limit, as an instance type is chosen for it.
-            self.world.brokers["dr"].heap = heap_for_queue_memory(dr_memory_mb)
+        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS)  # the DR heap follows the limit
         self.topology = self.world.topology
         self.primary = StompConnector(self.topology.primary.stomp)
         self.dr = StompConnector(self.topology.dr.stomp)

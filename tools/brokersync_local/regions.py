@@ -45,7 +45,7 @@ from brokersync_local.moto_server import MotoServer
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import LOOPBACK, port_is_free, wait_until_answers
 from brokersync_local.replication import DEFAULT_LAG_S
-from brokersync_local.world import LocalWorld, WorldPorts, localise
+from brokersync_local.world import LocalWorld, WorldPorts, broker_heap, localise
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
 
 ROUTER_MARKER = "brokersync_local.regional_endpoint"
@@ -223,7 +223,12 @@ class TwoRegionWorld(LocalWorld):
             self.ports = dataclasses.replace(self.ports, dr_openwire=ports.openwire, dr_stomp=ports.stomp)
         self.topology = localise(topology, self.ports)
         entry = self.topology.broker(slot)
-        broker = BrokerProcess(name=entry.name, base_dir=self.state_dir / "brokers" / entry.name, ports=ports)
+        broker = BrokerProcess(
+            name=entry.name,
+            base_dir=self.state_dir / "brokers" / entry.name,
+            ports=ports,
+            heap=broker_heap(self.topology, slot),
+        )
         self.brokers[slot] = broker
         rendered = self.topology if runs_as == slot else self.topology.swapped()
         broker.prepare(wrap_for_local(render_configuration(rendered, runs_as), broker.name, broker.ports))

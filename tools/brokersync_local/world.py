@@ -18,7 +18,7 @@ from typing import Any
 from brokersync.render import render_configuration
 from brokersync.render.parts import role_parts
 from brokersync.topology import Role, Topology
-from brokersync_local.broker_process import BrokerProcess
+from brokersync_local.broker_process import DEFAULT_HEAP_MB, BrokerProcess, heap_for_queue_memory
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
 from brokersync_local.moto_server import DEFAULT_REGION, PROCESS_MARKER, MotoServer
 from brokersync_local.pids import pid_is_ours
@@ -82,6 +82,20 @@ def localise(topology: Topology, ports: WorldPorts) -> Topology:
     return topology.with_endpoints(endpoints)
 
 
+def broker_heap(topology: Topology, role: Role) -> str:
+    """The ``-Xmx`` of the local broker in ``role``: DR's sized for its queues' memory limit,
+    as an Amazon MQ instance type is chosen for it (:func:`heap_for_queue_memory`)."""
+    return heap_for_queue_memory(topology.tuning.dr.memory_limit_mb) if role == "dr" else f"{DEFAULT_HEAP_MB}m"
+
+
+def with_dr_memory_limit(topology: Topology, memory_limit_mb: int | None) -> Topology:
+    """``topology`` with the DR queues' memory limit set (None: as it is); the DR heap follows it."""
+    if memory_limit_mb is None:
+        return topology
+    dr = topology.tuning.dr.model_copy(update={"memory_limit_mb": memory_limit_mb})
+    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"dr": dr})})
+
+
 class LocalWorld:
     """The brokers and moto of one state directory."""
 
@@ -94,6 +108,7 @@ class LocalWorld:
                 name=self.topology.broker(role).name,
                 base_dir=self.state_dir / "brokers" / self.topology.broker(role).name,
                 ports=self.ports.for_role(role),
+                heap=broker_heap(self.topology, role),
             )
             for role in ROLES
         }
