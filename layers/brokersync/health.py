@@ -19,7 +19,11 @@ from scratch each time:
 * the **DR queues' reach**: how full each synced queue's memory limit is on the DR broker.
   ActiveMQ stops paging a queue in at 70 % of it, and copies behind that point are
   invisible to the purge's selectors, so a backlog that fills it stalls the purge; the alarm
-  warns before (``tuning.dr.memory_limit_mb``).
+  warns before (``tuning.dr.memory_limit_mb``);
+* the **DR broker's memory**: each queue's limit is a share of the broker's, and every queue
+  stops paging in when the broker's is full, however far below its own mark it is. A deep
+  backlog on a DR broker whose memory (instance size) is smaller than the sum of its queues'
+  limits stalls the purge this way, with the queue alarm silent.
 
 A figure the probe cannot measure is left out, not sent as zero, so an alarm that treats
 missing data as breaching fires: silence means broken.
@@ -58,12 +62,18 @@ BRIDGE_CONNECTED = "BridgeConnected"
 PURGE_LOOP_HEALTHY = "PurgeLoopHealthy"
 #: The fullest synced queue's memory on the DR broker, in percent of its limit.
 DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
+#: The DR broker's own memory, in percent of its limit (ActiveMQ.Statistics.Broker).
+DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 #: Messages produced on the DR broker to active-active queues, not yet copied to the primary.
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
 CURSOR_HIGH_WATER_PERCENT = 70
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
+#: At this much of the broker's memory limit every queue on it stops paging in (and producers block).
+BROKER_MEMORY_FULL_PERCENT = 100
+#: Where the alarm on the broker's memory fires, before it is full.
+DR_BROKER_MEMORY_ALARM_PERCENT = 85
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.
 PENDING_CAP = 100_000
 
@@ -96,6 +106,8 @@ class HealthReport:
     bridge_connected: bool | None = None
     #: This region holds the DR role and its purge loop runs (None: not DR here, or not measured).
     purge_loop_running: bool | None = None
+    #: The DR broker's own memory in percent of its limit; full stalls every queue (None: unmeasured).
+    dr_broker_memory_percent: int | None = None
     #: Brokers in this region the record calls DR that run the primary configuration.
     stale_primaries: list[str] = field(default_factory=list)
     #: What could not be measured, and why.
@@ -149,22 +161,26 @@ class HealthProbe:
         return report
 
     def _dr_queues(self, topology: Topology, report: HealthReport) -> None:
-        """From one read of the DR broker's counters: each synced queue's memory, and what waits to return.
+        """From one read of the DR broker's counters: the synced queues' memory, the broker's, what waits to return.
 
-        The memory is the purge's reach (see DR_QUEUE_MEMORY_PERCENT); the return backlog is what
-        was produced on DR to an active-active queue and not yet copied to the primary.
+        The memories are the purge's reach (DR_QUEUE_MEMORY_PERCENT, DR_BROKER_MEMORY_PERCENT);
+        the return backlog is what was produced on DR to an active-active queue and not yet
+        copied to the primary.
         """
         synced = [q.name for q in topology.queues if q.captures_consumed]
         returning = {topology.copy_name(q, topology.primary): q.name for q in topology.queues if q.copies_both_ways}
         if not synced and not returning:
             return
         try:
-            stats = self.statistics(topology.dr).queue_stats([*synced, *returning])
+            snapshot = self.statistics(topology.dr).snapshot([*synced, *returning])
         except BrokerSyncError as e:
             for key, wanted in (("drMemory", synced), ("returnBacklog", returning)):
                 if wanted:
                     report.unmeasured[key] = f"DR {topology.dr.name}: {e}"
             return
+        stats = snapshot.queues
+        if synced:
+            report.dr_broker_memory_percent = snapshot.broker.memory_percent
         for name in synced:
             report.queues[name].dr_memory_percent = stats[name].memory_percent if name in stats else 0
         for outflow, name in returning.items():
@@ -250,3 +266,5 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     reach = [q.dr_memory_percent for q in report.queues.values() if q.dr_memory_percent is not None]
     if reach:
         metrics.add_metric(DR_QUEUE_MEMORY_PERCENT, "Percent", max(reach))
+    if report.dr_broker_memory_percent is not None:
+        metrics.add_metric(DR_BROKER_MEMORY_PERCENT, "Percent", report.dr_broker_memory_percent)

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from ulid import ULID
 
-from brokersync.broker.statistics import QueueStats
+from brokersync.broker.statistics import BrokerStats, QueueStats, StatisticsSnapshot
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
     BRIDGE_CONNECTED,
+    DR_BROKER_MEMORY_PERCENT,
     DR_QUEUE_MEMORY_PERCENT,
     DUPLICATE_WINDOW_SECONDS,
     LOSS_WINDOW_SECONDS,
@@ -33,12 +34,18 @@ NOW = 1_795_340_000.0
 
 class Outflows:
     def __init__(
-        self, sizes: dict[str, int], reachable: bool = True, bridges: int = 1, memory: dict[str, int] | None = None
+        self,
+        sizes: dict[str, int],
+        reachable: bool = True,
+        bridges: int = 1,
+        memory: dict[str, int] | None = None,
+        broker_memory: int = 0,
     ) -> None:
         self.sizes = sizes
         self.reachable = reachable
         self.bridges = bridges
         self.memory = memory or {}
+        self.broker_memory = broker_memory
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         if not self.reachable:
@@ -47,6 +54,9 @@ class Outflows:
             n: QueueStats(n, self.sizes.get(n, 0), 0, 0, 0, 0, 0, self.bridges, "ID:p", "p", self.memory.get(n, 0))
             for n in names
         }
+
+    def snapshot(self, names: list[str]) -> StatisticsSnapshot:
+        return StatisticsSnapshot(self.queue_stats(names), BrokerStats("ID:p", "p", self.broker_memory, 0, 0))
 
 
 @pytest.fixture
@@ -200,6 +210,21 @@ def test_the_fullest_synced_queues_memory_on_dr_is_emitted_as_the_purges_reach(
     assert report.queues[synced[-1]].dr_memory_percent == 64
 
 
+def test_the_dr_brokers_own_memory_is_emitted_because_a_full_broker_stalls_queues_below_their_mark(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    synced = [q.name for q in topology.queues if q.captures_consumed]
+    probe, _ = _probe(topology, control_records, Outflows({}, memory={synced[0]: 47}, broker_memory=100))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert metrics.values[DR_QUEUE_MEMORY_PERCENT] == [47]
+    assert metrics.values[DR_BROKER_MEMORY_PERCENT] == [100]
+    assert report.dr_broker_memory_percent == 100
+
+
 def test_a_dr_broker_that_cannot_be_read_leaves_its_reach_out_instead_of_reporting_room(
     topology: Topology, control_records: ControlRecords
 ) -> None:
@@ -207,6 +232,7 @@ def test_a_dr_broker_that_cannot_be_read_leaves_its_reach_out_instead_of_reporti
 
     assert "drMemory" in report.unmeasured
     assert DR_QUEUE_MEMORY_PERCENT not in metrics.values
+    assert DR_BROKER_MEMORY_PERCENT not in metrics.values
 
 
 def test_messages_produced_on_dr_to_an_active_active_queue_and_not_yet_copied_back_are_counted(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brokersync.broker.statistics import _stats_from_map
+from brokersync.broker.statistics import _broker_from_map, _stats_from_map
 
 #: Fields of one reply for a DR queue holding 32,662 1 KB messages under a 384 MB limit.
 REPLY = {
@@ -33,3 +33,27 @@ def test_a_reply_without_memory_figures_reads_as_no_memory_in_use() -> None:
     reply = {k: v for k, v in REPLY.items() if not k.startswith("memory")}
 
     assert _stats_from_map(reply).memory_percent == 0
+
+
+#: Fields of the broker-level reply (ActiveMQ.Statistics.Broker): no destinationName, the broker's usage.
+BROKER_REPLY = {
+    "brokerId": "ID:vm-40085-1795569497406-0:1",
+    "brokerName": "orders-usw2",
+    "size": 100000,
+    "memoryPercentUsage": 101,
+    "memoryUsage": 188743680,
+    "memoryLimit": 187904819,
+    "storePercentUsage": 3,
+    "tempPercentUsage": 0,
+}
+
+
+def test_the_broker_level_reply_is_read_as_the_brokers_own_usage() -> None:
+    broker = _broker_from_map(BROKER_REPLY)
+
+    assert (broker.broker_name, broker.memory_percent, broker.store_percent, broker.temp_percent) == (
+        "orders-usw2",
+        101,
+        3,
+        0,
+    )

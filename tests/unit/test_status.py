@@ -126,6 +126,19 @@ def test_a_dr_queue_near_its_memory_limit_degrades_the_pair_and_says_what_to_rai
     assert "tuning.dr.memory_limit_mb" in status.warnings[0]
 
 
+def test_a_dr_broker_near_its_own_memory_limit_degrades_the_pair_though_every_queue_is_below_its_mark(
+    topology: Topology,
+) -> None:
+    health = {"bridge_connected": True, "dr_broker_memory_percent": 92, "queues": {"ORDERS": {"dr_memory_percent": 47}}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == []
+    assert len(status.warnings) == 1
+    assert status.warnings[0].startswith("the DR broker uses 92% of its own memory")
+
+
 def test_a_dr_broker_that_cannot_be_read_is_said_once_not_once_per_figure(topology: Topology) -> None:
     health = {"bridge_connected": None, "unmeasured": {"drDepth": "refused", "drMemory": "refused"}, "queues": {}}
     status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])

@@ -31,7 +31,13 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.steps import TransitionStore
-from brokersync.health import CURSOR_HIGH_WATER_PERCENT, DR_QUEUE_MEMORY_ALARM_PERCENT, HealthProbe, HealthReport
+from brokersync.health import (
+    CURSOR_HIGH_WATER_PERCENT,
+    DR_BROKER_MEMORY_ALARM_PERCENT,
+    DR_QUEUE_MEMORY_ALARM_PERCENT,
+    HealthProbe,
+    HealthReport,
+)
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore, apply_roles
@@ -295,6 +301,12 @@ class StatusReader:
                     "ActiveMQ stops paging it in and the purge stalls behind the backlog "
                     "(raise tuning.dr.memory_limit_mb)"
                 )
+        broker_memory = health.get("dr_broker_memory_percent")
+        if broker_memory is not None and broker_memory >= DR_BROKER_MEMORY_ALARM_PERCENT:
+            status.warnings.append(
+                f"the DR broker uses {broker_memory}% of its own memory; when it is full every queue on it stops "
+                "paging in and the purge stalls (a larger DR broker, or smaller tuning.dr.memory_limit_mb)"
+            )
 
 
 def _judge(status: PairStatus) -> PairStatus:

@@ -7,7 +7,8 @@ advisories, the purge loop reads DR depth, and ``sync status`` shows both.
 
 Unknown destinations get no reply at all. So the queries are followed by one broker-level
 query on the same connection: the broker answers in order, and when that last reply
-arrives every queue that exists has answered.
+arrives every queue that exists has answered. That last reply carries the broker's own
+memory, store and temp usage, which the health probe reads (``snapshot``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,30 @@ class QueueStats:
     memory_percent: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerStats:
+    """The broker's own usage, from the broker-level reply that ends every query.
+
+    Each queue's memory limit is a child of the broker's: a queue stops paging in from its
+    store when the broker's memory is full (100 %), whatever its own share, so a deep
+    backlog can stall the purge with every queue under its own high-water mark.
+    """
+
+    broker_id: str
+    broker_name: str
+    memory_percent: int
+    store_percent: int
+    temp_percent: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsSnapshot:
+    """One query's answer: the named queues that exist, and the broker they are on."""
+
+    queues: dict[str, QueueStats]
+    broker: BrokerStats
+
+
 def parse_map_message(body: str) -> dict[str, Any]:
     """Flatten the ``jms-map-json`` (XStream) encoding of a MapMessage into a dict."""
     document = json.loads(body)
@@ -81,6 +106,16 @@ def _stats_from_map(values: dict[str, Any]) -> QueueStats:
     )
 
 
+def _broker_from_map(values: dict[str, Any]) -> BrokerStats:
+    return BrokerStats(
+        broker_id=str(values.get("brokerId", "")),
+        broker_name=str(values.get("brokerName", "")),
+        memory_percent=int(values.get("memoryPercentUsage", 0)),
+        store_percent=int(values.get("storePercentUsage", 0)),
+        temp_percent=int(values.get("tempPercentUsage", 0)),
+    )
+
+
 class _Replies(stomp.ConnectionListener):
     def __init__(self) -> None:
         self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
@@ -98,13 +133,17 @@ class StatisticsClient:
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         """Counters of each named queue that exists on the broker (absent ones are simply missing)."""
+        return self._query(names, set(names)).queues
+
+    def snapshot(self, names: list[str]) -> StatisticsSnapshot:
+        """The named queues' counters and the broker's own usage, from one connection."""
         return self._query(names, set(names))
 
     def all_queue_stats(self) -> dict[str, QueueStats]:
         """Counters of every queue on the broker (``>`` matches them all)."""
-        return self._query([">"], None)
+        return self._query([">"], None).queues
 
-    def _query(self, patterns: list[str], wanted: set[str] | None) -> dict[str, QueueStats]:
+    def _query(self, patterns: list[str], wanted: set[str] | None) -> StatisticsSnapshot:
         replies = _Replies()
         connection = self.connector.connect(replies, name="brokersync-statistics")
         try:
@@ -116,7 +155,7 @@ class StatisticsClient:
         finally:
             connection.disconnect()
 
-    def _collect(self, replies: _Replies, wanted: set[str] | None) -> dict[str, QueueStats]:
+    def _collect(self, replies: _Replies, wanted: set[str] | None) -> StatisticsSnapshot:
         found: dict[str, QueueStats] = {}
         deadline = time.monotonic() + self.timeout_s
         while (remaining := deadline - time.monotonic()) > 0:
@@ -127,7 +166,7 @@ class StatisticsClient:
             values = parse_map_message(frame.body)
             destination = str(values.get("destinationName", ""))
             if not destination:  # the broker-level reply: every existing queue has answered
-                return found
+                return StatisticsSnapshot(found, _broker_from_map(values))
             if destination.startswith("queue://"):
                 stats = _stats_from_map(values)
                 if wanted is None or stats.name in wanted:

@@ -337,6 +337,17 @@ def test_the_dr_queue_memory_alarm_fires_below_where_activemq_stops_paging_and_i
     assert properties["TreatMissingData"] == "notBreaching"
 
 
+def test_the_dr_broker_memory_alarm_fires_before_the_broker_is_full_and_is_silent_when_unmeasured(
+    template: dict[str, Any],
+) -> None:
+    properties = template["Resources"]["DrBrokerMemoryAlarm"]["Properties"]
+
+    assert properties["MetricName"] == health.DR_BROKER_MEMORY_PERCENT
+    assert properties["Threshold"] == health.DR_BROKER_MEMORY_ALARM_PERCENT < health.BROKER_MEMORY_FULL_PERCENT
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
 def test_the_return_backlog_alarm_watches_the_probes_figure_and_is_silent_for_pairs_without_active_active_queues(
     template: dict[str, Any],
 ) -> None:
@@ -362,3 +373,21 @@ def test_the_relay_relays_all_but_two_seconds_of_its_schedule_and_its_timeout_le
     # The handler relays for min(max seconds, time left - 5 s): the timeout must not cut the relay time.
     assert relay["Timeout"] >= relays_for + 5 + 20
     assert relay["ReservedConcurrentExecutions"] == 1
+
+
+def test_every_alarm_is_on_the_dashboard_and_has_a_row_in_the_runbook(template: dict[str, Any]) -> None:
+    alarms = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+    dashboard = template["Resources"]["SyncDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    runbook = (Path(__file__).resolve().parents[3] / "docs" / "runbook.md").read_text()
+
+    for logical_id, alarm in alarms.items():
+        suffix = alarm["Properties"]["AlarmName"]["Fn::Sub"].removeprefix("brokersync-${AWS::StackName}-")
+        assert f"${{{logical_id}.Arn}}" in dashboard, logical_id
+        assert f"| `{suffix}` |" in runbook, suffix
+
+
+def test_every_alarm_description_sends_the_reader_to_the_runbooks_alarm_table(template: dict[str, Any]) -> None:
+    alarms = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+
+    for logical_id, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmDescription"].rstrip().endswith("Runbook, Alarms."), logical_id
