@@ -39,16 +39,20 @@ def _unescape(match: re.Match[str]) -> str:
 def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
     """STOMP header lines → dict, as ``stomp.utils.parse_headers`` returns it (the first of a repeated key wins)."""
     headers: dict[str, str] = {}
-    match_line = stomp.utils.HEADER_LINE_RE.match
     for line in lines[offset:]:
-        found = match_line(line)
-        if found is None:
+        # stomp.py's HEADER_LINE_RE, ``(?P<key>[^:]+)[:](?P<value>.*)``, without a regex: the
+        # key runs to the first colon and may not be empty, the value to the end of the line
+        # or a newline (``.``), which the frame parser's lines never hold.
+        colon = line.find(":")
+        if colon < 1:
             continue
-        key = found.group("key")
+        key = line[:colon]
         if "\\" in key:
             key = _ESCAPE.sub(_unescape, key)
         if key not in headers:
-            value = found.group("value")
+            value = line[colon + 1 :]
+            if "\n" in value:
+                value = value[: value.index("\n")]
             if "\\" in value:
                 value = _ESCAPE.sub(_unescape, value)
             headers[key] = value

@@ -50,6 +50,15 @@ def _decode(bucket_ms: int, keys: KeySets) -> list[Decoded]:
     return decode_item(bucket_ms, keys.ulids, keys.message_ids, keys.prefixes)
 
 
+def _unresolved(captured: KeySets, done: Marks) -> KeySets:
+    """The elements of a capture item that its marks item does not mark purged or missing."""
+    return KeySets(
+        ulids=captured.ulids - done.purged.ulids - done.missing.ulids,
+        message_ids=captured.message_ids - done.purged.message_ids - done.missing.message_ids,
+        prefixes=captured.prefixes,
+    )
+
+
 def _valid_entry(entry: LedgerEntry | tuple[str, int]) -> LedgerEntry:
     """The entry with its key and message id validated (and a ULID upper-cased); raises InvalidKeyError."""
     key, consumed_at_ms, *rest = entry
@@ -166,11 +175,11 @@ class Ledger(LedgerStore):
         unresolved = 0
         unnameable: dict[ItemRef, Marks] = defaultdict(Marks)
         for ref in pointer.refs:
-            done = marks.get(ref, Marks())
-            resolved = done.purged.ulids | done.missing.ulids | done.purged.message_ids | done.missing.message_ids
-            for item in _decode(ref.bucket_ms, captured.get(ref, KeySets())):
-                if item.element in resolved:
-                    continue
+            # Resolved elements are set aside before decoding, not after: the purge reads the
+            # same recent items round after round, and most of their elements are already
+            # marked, so decoding them all made each round cost what the window holds rather
+            # than what is still pending.
+            for item in _decode(ref.bucket_ms, _unresolved(captured.get(ref, KeySets()), marks.get(ref, Marks()))):
                 if item.ambiguous or item.key is None:
                     sets = unnameable[ref].missing
                     (sets.ulids if isinstance(item.element, bytes) else sets.message_ids).add(item.element)  # type: ignore[arg-type]
