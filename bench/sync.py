@@ -64,6 +64,7 @@ from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger.ledger import DEFAULT_SHARDS
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
@@ -88,6 +89,8 @@ WARM_UP_S = 15.0
 DRAIN_TIMEOUT_S = 90.0
 #: A folder: the relay and the purge write a cProfile of each step there (see ``profiled``).
 ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
+#: Set by ``--ledger-shards`` for the relay and purge processes (they inherit the environment).
+ENV_LEDGER_SHARDS = "BROKERSYNC_BENCH_LEDGER_SHARDS"
 #: The floor's drain is metered in this many equal parts (reported beside the whole drain's figure).
 FLOOR_PARTS = 3
 PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
@@ -251,12 +254,22 @@ def profiled(name: str) -> Iterator[None]:
         profile.dump_stats(Path(folder) / f"{name}-{os.getpid()}.prof")
 
 
+def ledger_shards() -> int:
+    """The ledger's shard count in this run: the product's unless ``--ledger-shards`` measures another."""
+    return int(os.environ.get(ENV_LEDGER_SHARDS, DEFAULT_SHARDS))
+
+
+def bench_ledger(endpoint: str) -> Any:
+    """The ledger as the relay and the purge use it, with the run's shard count (both must agree)."""
+    return dynamodb_ledger(TABLE, region=REGION, host=endpoint, shards=ledger_shards())
+
+
 def relay_main(
     topology: Topology, endpoint: str, ready: EventType, stop: EventType, units: Synchronized, reads: Synchronized
 ) -> None:
     """The relay as its scheduled function runs it: its settings, passes of its length, again and again."""
     os.environ.update(AWS_ENV)
-    ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), units, reads)
+    ledger = CountingLedger(bench_ledger(endpoint), units, reads)
     primary = StompConnector(topology.primary.stomp)
     relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings())
     ready.set()
@@ -279,7 +292,7 @@ def purge_main(
 ) -> None:
     """The purge as its loop runs it, against the ledger in DynamoDB; sends back when each id was removed."""
     os.environ.update(AWS_ENV)
-    ledger = CountingLedger(dynamodb_ledger(TABLE, region=REGION, host=endpoint), *counters)
+    ledger = CountingLedger(bench_ledger(endpoint), *counters)
     remover = TimedRemover(StompConnector(topology.dr.stomp), purged)
     purge = PurgeService(ledger, remover, topology, settings=PurgeSettings())
     errors: list[str] = []
@@ -507,6 +520,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": args.seconds,
         "message_bytes": len(BODY),
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
+        "ledger_shards": ledger_shards(),
     }
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
@@ -601,10 +615,21 @@ def main() -> int:
         help="the DR queue's memory limit (tuning.dr.memory_limit_mb; the DR heap twice that): the deepest backlog "
         "the purge can work behind (default: the topology's, 128)",
     )
+    parser.add_argument(
+        "--ledger-shards",
+        type=int,
+        default=None,
+        help=f"partitions per queue in the ledger (default: the product's, {DEFAULT_SHARDS}); "
+        "measures what another layout would cost, nothing else changes",
+    )
     parser.add_argument("--rates", default="", help="also stepped load at these rates, e.g. 500,1000,1500,2000")
     parser.add_argument("--step-seconds", type=float, default=20.0, help="length of each stepped-load step (20)")
     bench_results.add_arguments(parser, "sync", repeat=2)
     args = parser.parse_args()
+    if args.ledger_shards is not None:
+        if args.ledger_shards < 1:
+            parser.error("--ledger-shards must be 1 or more")
+        os.environ[ENV_LEDGER_SHARDS] = str(args.ledger_shards)
     result = bench_results.run_repeated(
         lambda: measure(args), args.repeat, lambda line: print(line, file=sys.stderr, flush=True)
     )
