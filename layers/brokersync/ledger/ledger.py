@@ -6,12 +6,16 @@ Why the layout in :mod:`brokersync.ledger.backend`:
   units per 1,000 ULID keys, well under the 50 the design allows;
 * idempotence: set ADDs make every write a union, so replaying advisories after a relay
   crash changes nothing;
-* partitions: ``C#<queue>#<shard>`` spreads one queue over ``shards`` partitions by key
-  hash; at 5,000 msg/s with two shards each partition takes about 70 write units/s,
-  far below DynamoDB's 1,000 per partition;
+* partitions and calls: ``C#<queue>#<shard>`` can spread one queue over ``shards``
+  partitions by key hash, but every shard multiplies the items a relay batch writes and a
+  purge round reads and marks, and each is a request (about 2.5 ms of a small machine's CPU
+  in botocore). One shard takes about 140 write units/s at 5,000 msg/s, far below
+  DynamoDB's 1,000 per partition, and its 250 ms item stays under 400 KB to some 60,000
+  msg/s, so one is the default; the sync bench measured two against one (decision 0018).
+  Items written by releases that used two (``LEGACY_SHARDS``) are still read;
 * time: a key's consume time is its bucket plus its offset, so time-range reads are exact;
   a ULID's own timestamp (its creation) bounds when it can have been consumed, which makes
-  "was K consumed" a read of one shard's buckets from that time on.
+  "was K consumed" a read of its shard's buckets from that time on.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ from brokersync.ledger.exceptions import LedgerRecordRefusedError
 logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = timedelta(days=7)
-DEFAULT_SHARDS = 2
+DEFAULT_SHARDS = 1
+#: Shard counts earlier releases wrote with. Reads by key or time range also look where they
+#: put a key, so an upgrade loses no answer while their items live (``DEFAULT_TTL``).
+LEGACY_SHARDS = (2,)
 #: How long after its creation a ULID-keyed message is looked for by ``was_consumed``.
 DEFAULT_CONSUME_LAG = timedelta(minutes=15)
 #: Work pointers read per page, and pages read at most per ``pending`` call.
@@ -231,7 +238,7 @@ class Ledger(LedgerStore):
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
         hits: dict[str, int] = {}
         first, last = bucket_of(max(0, start_ms)), bucket_of(min(end_ms, _LAST_MS))
-        for shard in range(self.shards):
+        for shard in range(max(self.shards, *LEGACY_SHARDS)):
             for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
                 for item in _decode(bucket_ms, keys):
                     if item.key is not None and start_ms <= item.consumed_at_ms < end_ms:
@@ -262,9 +269,13 @@ class Ledger(LedgerStore):
             ulid_time_ms(key) if kind == "correlation-id" else int(self.clock() * 1000 - window.total_seconds() * 1000)
         )
         end = start + int(window.total_seconds() * 1000)
-        shard = _shard(key, self.shards)
-        for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
-            yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
+        for shard in self._shards_of(key):
+            for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
+                yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
+
+    def _shards_of(self, key: str) -> list[int]:
+        """Where ``key`` is written now, then where earlier layouts wrote it (each once)."""
+        return list(dict.fromkeys(_shard(key, count) for count in (self.shards, *LEGACY_SHARDS)))
 
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair: record entries as consumed now, so they are new work for the purge whatever their age."""

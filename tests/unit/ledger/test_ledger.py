@@ -20,6 +20,7 @@ from brokersync.ledger import (
     dynamodb_ledger,
     memory_ledger,
 )
+from brokersync.ledger.ledger import LEGACY_SHARDS
 from brokersync.ledger.schema import create_ledger_table
 from tests.unit.ledger.conftest import NOW, Clock
 
@@ -283,3 +284,41 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
 
     assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
     assert len(reads) == 1
+
+
+def _upgraded(keys: list[str], message_ids: list[str]) -> tuple[Ledger, Ledger]:
+    """A ledger written by a release with two shards, and the same table read by this release."""
+    before = memory_ledger(shards=LEGACY_SHARDS[0], clock=Clock())
+    before.record("ORDERS", _entries(keys))
+    before.record("PAYMENTS", [LedgerEntry(m, T0) for m in message_ids])
+    return before, Ledger(before.backend, clock=Clock())
+
+
+def test_a_ledger_written_with_two_shards_answers_every_key_after_the_upgrade_to_one() -> None:
+    keys = _ulids(40)
+    message_ids = [MESSAGE_ID.format(i) for i in range(40)]
+    before, after = _upgraded(keys, message_ids)
+
+    assert {b for (_queue, ref) in before.backend._captured for b in [ref.shard]} == {0, 1}  # type: ignore[attr-defined]
+    assert all(after.was_consumed("ORDERS", key) for key in keys)
+    assert all(after.was_consumed("PAYMENTS", m) for m in message_ids)
+    assert sorted(after.consumed_between("ORDERS", T0 - 1, T0 + 1_000)) == sorted(keys)
+    assert all(len(after.consumed_entries("PAYMENTS", m)) == 1 for m in message_ids)
+
+
+def test_keys_written_with_two_shards_are_purged_by_a_ledger_with_one_and_stay_purged() -> None:
+    keys = _ulids(40)
+    _before, after = _upgraded(keys, [])
+    after.record("ORDERS", _entries(_ulids(10), start_ms=T0 + 500))  # new keys, the new layout
+
+    pending = after.pending("ORDERS")
+    after.mark_purged("ORDERS", pending)
+
+    assert len(pending) == 50
+    assert after.pending("ORDERS") == []
+
+
+def test_a_key_was_never_consumed_is_still_answered_false_across_both_layouts() -> None:
+    _before, after = _upgraded(_ulids(5), [])
+
+    assert not after.was_consumed("ORDERS", _ulids(1)[0])
