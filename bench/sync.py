@@ -63,7 +63,7 @@ from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS
 from brokersync.exceptions import BrokerSyncError
-from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.ledger.ledger import DEFAULT_SHARDS
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
@@ -259,7 +259,7 @@ def ledger_shards() -> int:
     return int(os.environ.get(ENV_LEDGER_SHARDS, DEFAULT_SHARDS))
 
 
-def bench_ledger(endpoint: str) -> Any:
+def bench_ledger(endpoint: str) -> Ledger:
     """The ledger as the relay and the purge use it, with the run's shard count (both must agree)."""
     return dynamodb_ledger(TABLE, region=REGION, host=endpoint, shards=ledger_shards())
 

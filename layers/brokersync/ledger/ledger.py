@@ -238,7 +238,7 @@ class Ledger(LedgerStore):
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
         hits: dict[str, int] = {}
         first, last = bucket_of(max(0, start_ms)), bucket_of(min(end_ms, _LAST_MS))
-        for shard in range(max(self.shards, *LEGACY_SHARDS)):
+        for shard in range(max((self.shards, *LEGACY_SHARDS))):  # a tuple: LEGACY_SHARDS may be empty
             for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
                 for item in _decode(bucket_ms, keys):
                     if item.key is not None and start_ms <= item.consumed_at_ms < end_ms:

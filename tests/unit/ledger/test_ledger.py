@@ -299,7 +299,7 @@ def test_a_ledger_written_with_two_shards_answers_every_key_after_the_upgrade_to
     message_ids = [MESSAGE_ID.format(i) for i in range(40)]
     before, after = _upgraded(keys, message_ids)
 
-    assert {b for (_queue, ref) in before.backend._captured for b in [ref.shard]} == {0, 1}  # type: ignore[attr-defined]
+    assert {ref.shard for (_queue, ref) in before.backend._captured} == {0, 1}  # type: ignore[attr-defined]
     assert all(after.was_consumed("ORDERS", key) for key in keys)
     assert all(after.was_consumed("PAYMENTS", m) for m in message_ids)
     assert sorted(after.consumed_between("ORDERS", T0 - 1, T0 + 1_000)) == sorted(keys)
@@ -322,3 +322,13 @@ def test_a_key_was_never_consumed_is_still_answered_false_across_both_layouts() 
     _before, after = _upgraded(_ulids(5), [])
 
     assert not after.was_consumed("ORDERS", _ulids(1)[0])
+
+
+def test_once_no_earlier_layout_is_read_every_query_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("brokersync.ledger.ledger.LEGACY_SHARDS", ())
+    ledger = memory_ledger(clock=Clock())
+    keys = _ulids(10)
+    ledger.record("ORDERS", _entries(keys))
+
+    assert sorted(ledger.consumed_between("ORDERS", T0 - 1, T0 + 1_000)) == sorted(keys)
+    assert all(ledger.was_consumed("ORDERS", key) for key in keys)
