@@ -10,7 +10,8 @@ environment, and returns its JSON result. An exception becomes ``FunctionError: 
 with Lambda's error payload, so Step Functions Retry and Catch see what they would see in
 AWS. Everything else about the state machines (ASL interpretation, waits, retries) is moto's
 own engine. Amazon MQ reboots are routed to the local broker processes (see ``amazon_mq``),
-and StopExecution reports ABORTED at once (see ``stepfunctions_stop``).
+StopExecution reports ABORTED at once (see ``stepfunctions_stop``), and HTTP
+connections stay open between requests (see ``keep_alive``).
 
 Run as ``python -m brokersync_local.aws_server -H 127.0.0.1 -p PORT`` (MotoServer does).
 """
@@ -25,7 +26,7 @@ from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from brokersync_local import amazon_mq, stepfunctions_stop
+from brokersync_local import amazon_mq, keep_alive, stepfunctions_stop
 from brokersync_local.warm_functions import ThrottledError, WarmFunctions
 
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
@@ -71,6 +72,7 @@ _original_invoke = LambdaSimpleBackend.invoke
 LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
 amazon_mq.install()
 stepfunctions_stop.install()
+keep_alive.install()
 
 
 def main() -> None:
