@@ -8,8 +8,6 @@ Amazon MQ (``stomp+ssl://``) and plain on loopback.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import stomp
@@ -71,18 +69,11 @@ class StompConnector:
         self.heartbeats = heartbeats
         self.timeout_s = timeout_s
 
-    def connect(
-        self,
-        listener: stomp.ConnectionListener | None = None,
-        name: str = "brokersync",
-        *,
-        read_pause_s: float = 0.0,
-    ) -> stomp.Connection12:
+    def connect(self, listener: stomp.ConnectionListener | None = None, name: str = "brokersync") -> stomp.Connection12:
         """A connected STOMP connection with ``listener`` attached before CONNECT is sent.
 
         Attaching first matters: a subscription's first frames can arrive before ``connect``
-        returns, and a listener added later would miss them. ``read_pause_s`` > 0 makes the
-        receiving thread wait that long after a short read (see :func:`pause_after_short_reads`).
+        returns, and a listener added later would miss them.
         """
         hosts = [(e.host, e.port) for e in self.endpoints]
         connection = stomp.Connection12(
@@ -98,8 +89,6 @@ class StompConnector:
             connection.set_ssl(for_hosts=tls_hosts, verify=True)
         if listener is not None:
             connection.set_listener(name, listener)
-        if read_pause_s > 0:
-            pause_after_short_reads(connection.transport, read_pause_s)
         user = self.credentials.username if self.credentials else None
         password = self.credentials.password if self.credentials else None
         try:
@@ -110,40 +99,6 @@ class StompConnector:
 
     def describe(self) -> str:
         return ",".join(f"{e.host}:{e.port}" for e in self.endpoints)
-
-
-#: A read at least this long suggests more is waiting, so the next one follows at once. stomp.py
-#: reads up to 16 KB at a time; half of that still means frames arrive faster than they are read.
-SHORT_READ_BYTES = 8192
-
-
-def pause_after_short_reads(transport: stomp.transport.BaseTransport, pause_s: float) -> None:
-    """Make ``transport``'s receiving thread wait ``pause_s`` before reading again after a short read.
-
-    Why: at a steady rate ActiveMQ writes each frame as it is dispatched, so a reader that is
-    always waiting makes one system call and one pass through stomp.py's read loop per frame.
-    A relay that writes the ledger every 250 ms gains nothing from seeing a frame sooner than
-    the next 20 ms. After the pause one read takes every frame that arrived meanwhile (the
-    sync bench at 500 msg/s, decision 0019). A full read is followed at once, so a backlog is
-    read as fast as before; a blocking read with nothing to read still returns on the first byte,
-    so the first frame after a quiet spell is not delayed at all.
-
-    stomp.py's loop calls ``transport.receive()`` for every read; the wrapper is set on the
-    instance and returns exactly what the original returns, or raises what it raises.
-    """
-    receive: Callable[[], bytes | None] = transport.receive
-    last_was_short = False
-
-    def receive_after_pause() -> bytes | None:
-        nonlocal last_was_short
-        if last_was_short:
-            time.sleep(pause_s)
-        last_was_short = True  # an exception (TLS wants more, interrupted) counts as short
-        data = receive()
-        last_was_short = data is None or len(data) < SHORT_READ_BYTES
-        return data
-
-    transport.receive = receive_after_pause  # type: ignore[method-assign]
 
 
 def stomp_escape(value: str) -> str:

@@ -62,9 +62,6 @@ class RelaySettings:
     #: How long the broker may take to confirm parked advisories before the batch is given up
     #: (unacked, so the broker redelivers it).
     receipt_timeout_s: float = 10.0
-    #: The receiving thread waits this long after a short read, so one read takes several
-    #: advisories (:func:`brokersync.broker.stomp.pause_after_short_reads`, decision 0019).
-    read_pause_s: float = 0.02
 
 
 @dataclass
@@ -122,9 +119,7 @@ class AdvisoryRelay:
     # -- connection -------------------------------------------------------------------------
     def _connect(self) -> None:
         self._inbox = FrameInbox()
-        connection = self.connector.connect(
-            self._inbox, name="brokersync-relay", read_pause_s=self.settings.read_pause_s
-        )
+        connection = self.connector.connect(self._inbox, name="brokersync-relay")
         connection.subscribe(
             f"/queue/{CONSUMED_QUEUE}",
             id=_SUBSCRIPTION,
