@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Iterator
 
 import boto3
@@ -74,3 +75,16 @@ def test_a_large_request_body_is_read_whole_and_the_next_request_still_answered(
     items = [dynamodb.get_item(TableName="keep-alive", Key={"k": {"S": str(n)}})["Item"] for n in range(3)]
 
     assert [item["v"]["S"] for item in items] == [value] * 3
+
+
+def test_a_request_whose_body_falls_short_of_its_length_gets_the_connection_closed(endpoint: MotoServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    connection.putrequest("POST", "/")
+    for name, value in {**_LIST_TABLES, "Content-Length": "10"}.items():
+        connection.putheader(name, value)
+    connection.endheaders(b"{}")
+    connection.sock.shutdown(socket.SHUT_WR)  # the client is gone before its body is complete
+
+    response = connection.getresponse()
+
+    assert response.getheader("Connection") == "close"
