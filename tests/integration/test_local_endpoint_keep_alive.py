@@ -88,3 +88,12 @@ def test_a_request_whose_body_falls_short_of_its_length_gets_the_connection_clos
     response = connection.getresponse()
 
     assert response.getheader("Connection") == "close"
+
+
+def test_a_chunked_request_is_answered_and_its_connection_closed(endpoint: MotoServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    connection.request("POST", "/", body=iter([b"{", b"}"]), headers=_LIST_TABLES, encode_chunked=True)
+    response = connection.getresponse()
+
+    assert (response.status, response.getheader("Connection")) == (200, "close")
+    assert "TableNames" in json.loads(response.read())  # the body reached the application whole

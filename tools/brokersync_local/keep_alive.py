@@ -11,9 +11,10 @@ werkzeug closes because Python's ``http.server`` cannot skip a request body the 
 left unread before the next request line; after each response it also reads whatever else
 arrives on the socket within 10 ms and discards it, which on a kept connection would be the
 client's next request. This handler reads each body whole first (its ``Content-Length`` says
-how long it is) and hands the application that copy, so nothing is left to discard: the
-discarding is turned off, and HTTP/1.1 keeps the connection. A request without a length
-(chunked) is answered as before, with the connection closed. An idle connection is closed
+how long it is) and hands the application that copy, so nothing is left to discard: for that
+request the discarding is skipped, and HTTP/1.1 keeps the connection. A request without a
+length (chunked), or whose body was not read whole, is answered as before: discarded after,
+and the connection closed. An idle connection is closed
 after ``IDLE_TIMEOUT_S``. werkzeug's minor release is pinned in ``pyproject.toml``, and
 ``tests/integration/test_local_endpoint_keep_alive.py`` holds the behaviour.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import io
 import selectors
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -31,6 +33,13 @@ from moto.moto_server.werkzeug_app import MotoRequestHandler
 
 #: How long an idle kept-alive connection holds its server thread (botocore reconnects after).
 IDLE_TIMEOUT_S = 120
+#: Whether the request this server thread is answering had its body read whole. werkzeug looks
+#: up its discard step's selector on the same thread, after the response.
+_this_request = threading.local()
+
+
+def _body_read_whole() -> bool:
+    return getattr(_this_request, "body_read_whole", False)
 
 
 class KeepAliveRequestHandler(MotoRequestHandler):
@@ -40,11 +49,10 @@ class KeepAliveRequestHandler(MotoRequestHandler):
     #: werkzeug writes a response's headers and body apart; on a kept connection Nagle's
     #: algorithm would hold the body until the client's delayed ACK (some 40 ms a request).
     disable_nagle_algorithm = True
-    _body_read_whole = False
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()
-        self._body_read_whole = False
+        _this_request.body_read_whole = False
         if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return environ
         try:
@@ -54,20 +62,20 @@ class KeepAliveRequestHandler(MotoRequestHandler):
         body = self.rfile.read(length) if length > 0 else b""
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
-        self._body_read_whole = length >= 0 and len(body) == length
+        _this_request.body_read_whole = length >= 0 and len(body) == length
         return environ
 
     def send_header(self, keyword: str, value: str) -> None:
         # werkzeug sends "Connection: close" on every response; keep the connection instead when
         # the body was consumed and the client did not ask to close (HTTP/1.1's default).
         closing = keyword.lower() == "connection" and value.lower() == "close"
-        if closing and self._body_read_whole and not self.close_connection:
+        if closing and _body_read_whole() and not self.close_connection:
             return
         super().send_header(keyword, value)
 
 
 class _NothingToDiscard:
-    """What werkzeug's post-response discard loop sees: a selector that never reports data."""
+    """What werkzeug's post-response discard loop sees after a body read whole: never any data."""
 
     def register(self, *_: object) -> None:
         pass
@@ -79,9 +87,16 @@ class _NothingToDiscard:
         pass
 
 
+def _discard_selector() -> _NothingToDiscard | selectors.BaseSelector:
+    """werkzeug's own selector, unless this thread's request body was read whole (nothing left)."""
+    if _body_read_whole():
+        return _NothingToDiscard()
+    return selectors.DefaultSelector()
+
+
 def install() -> None:
     """Make ``moto.server.main`` serve with :class:`KeepAliveRequestHandler`."""
     werkzeug.serving.selectors = SimpleNamespace(  # type: ignore[attr-defined]
-        DefaultSelector=_NothingToDiscard, EVENT_READ=selectors.EVENT_READ
+        DefaultSelector=_discard_selector, EVENT_READ=selectors.EVENT_READ
     )
     moto.server.MotoRequestHandler = KeepAliveRequestHandler  # type: ignore[misc]
