@@ -25,6 +25,7 @@ picking one; the purge never removes what it cannot name exactly.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import struct
 from collections import defaultdict
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 from ulid import ULID
 
-from brokersync.keys import key_kind
+from brokersync.keys import ULID_PATTERN, key_kind
 
 BUCKET_MS = 250
 _OFFSET = struct.Struct(">H")
@@ -44,19 +45,48 @@ PREFIX_HASH_CHARS = 8
 _HASH_BYTES = 5
 
 
+#: Crockford base32 (ULIDs), RFC 4648 base32 and the digits ``int(..., 32)`` reads, in value order.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_RFC4648 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_TO_INT_DIGITS = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
+_RFC4648_TO_CROCKFORD = bytes.maketrans(_RFC4648, _CROCKFORD.encode())
+#: 4 zero bytes ahead of a ULID's 16 make 160 bits, 32 base32 characters, of which the first 6
+#: carry 30 zero bits: the remaining 26 are the ULID's (its top 2 bits are the zero padding).
+_PAD = b"\0\0\0\0"
+_PAD_CHARS = 6
+
+
 def ulid_bytes(key: str) -> bytes:
+    """The 16 bytes of a ULID key, as python-ulid's ``ULID.from_str(key).bytes``.
+
+    Why not just that: it is a quarter of the codec's cost per consumed message on the relay
+    (decision 0020). A key in canonical form (what :func:`brokersync.keys.validate_key`
+    returns) is read with ``int``; anything else goes to python-ulid, which raises on what it
+    cannot read exactly as before. A unit test holds the two equal.
+    """
+    if ULID_PATTERN.fullmatch(key):
+        return int(key.translate(_TO_INT_DIGITS), 32).to_bytes(_ULID_BYTES, "big")
     return ULID.from_str(key).bytes
 
 
 def ulid_from_bytes(raw: bytes) -> str:
-    return str(ULID.from_bytes(raw))
+    """The canonical text of a 16-byte ULID, as ``str(ULID.from_bytes(raw))``; other lengths raise as it does.
+
+    The purge decodes every pending element each round, and python-ulid's path was most of
+    that (decision 0020); ``base64`` does the same in C.
+    """
+    if len(raw) != _ULID_BYTES:
+        return str(ULID.from_bytes(raw))
+    return base64.b32encode(_PAD + raw)[_PAD_CHARS:].translate(_RFC4648_TO_CROCKFORD).decode()
 
 
 def bucket_of(ms: int) -> int:
     return ms - ms % BUCKET_MS
 
 
+@functools.lru_cache(maxsize=4096)
 def prefix_hash(prefix: str) -> str:
+    """The 40-bit name of a producer prefix. Cached: a producer connection sends many messages."""
     return base64.b32encode(hashlib.blake2b(prefix.encode(), digest_size=5).digest()).decode()
 
 
@@ -92,10 +122,17 @@ def _read_varint(raw: bytes) -> int | None:
 def _reference(message_id: str) -> tuple[bytes, str]:
     """The packed reference for ``message_id`` and the prefix entry it needs."""
     producer, _, sequence = message_id.rpartition(":")
-    hashed = prefix_hash(producer)
+    packed_hash, entry = _producer_reference(producer)
     canonical = sequence.isdigit() and str(int(sequence)) == sequence
     body = bytes([_SEQ_VARINT]) + _varint(int(sequence)) if canonical else bytes([_SEQ_TEXT]) + sequence.encode()
-    return base64.b32decode(hashed) + body, f"{hashed}|{producer}"
+    return packed_hash + body, entry
+
+
+@functools.lru_cache(maxsize=4096)
+def _producer_reference(producer: str) -> tuple[bytes, str]:
+    """A producer's packed hash and its prefix entry: the same for each of its messages, so cached."""
+    hashed = prefix_hash(producer)
+    return base64.b32decode(hashed), f"{hashed}|{producer}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from brokersync.keys import MESSAGE_ID_PATTERN
-from brokersync.ledger.codec import BUCKET_MS, ULID_ELEMENT_HEAD, decode_item, encode
+from brokersync.ledger.codec import BUCKET_MS, ULID_ELEMENT_HEAD, decode_item, encode, ulid_bytes, ulid_from_bytes
 
 message_ids = st.from_regex(MESSAGE_ID_PATTERN, fullmatch=True)
 ulids = st.builds(lambda raw: str(ULID.from_bytes(raw)), st.binary(min_size=16, max_size=16))
@@ -50,3 +50,29 @@ def test_an_element_whose_producer_prefix_is_unknown_is_ambiguous() -> None:
 
     assert decoded.ambiguous
     assert decoded.message_id is None
+
+
+@given(raw=st.binary(min_size=16, max_size=16))
+def test_a_ulids_text_is_what_python_ulid_writes(raw: bytes) -> None:
+    assert ulid_from_bytes(raw) == str(ULID.from_bytes(raw))
+
+
+@given(raw=st.binary(min_size=16, max_size=16))
+def test_a_ulids_bytes_are_what_python_ulid_reads(raw: bytes) -> None:
+    text = str(ULID.from_bytes(raw))
+
+    assert ulid_bytes(text) == ULID.from_str(text).bytes == raw
+
+
+@given(text=st.text(alphabet="0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcz-", min_size=25, max_size=27))
+def test_text_that_is_not_a_canonical_ulid_is_read_or_refused_as_python_ulid_does(text: str) -> None:
+    try:
+        expected: bytes | type[Exception] = ULID.from_str(text).bytes
+    except ValueError:
+        expected = ValueError
+    try:
+        got: bytes | type[Exception] = ulid_bytes(text)
+    except ValueError:
+        got = ValueError
+
+    assert got == expected
