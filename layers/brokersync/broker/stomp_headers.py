@@ -36,6 +36,19 @@ def _unescape(match: re.Match[str]) -> str:
     return _UNESCAPES.get(escaped, escaped)  # stomp.py keeps an unknown escape as it came
 
 
+def _unescaped(text: str) -> str:
+    """``text`` with its STOMP escapes undone, as stomp.py's ``re.sub`` undoes them.
+
+    ActiveMQ escapes the colons of every id it puts in a header, so most advisory frames have
+    four or five such values. Without an escaped backslash, each backslash starts exactly one
+    escape and no replacement makes a new one, so three ``str.replace`` give the same text as
+    the regular expression with a Python call per match (decision 0020).
+    """
+    if "\\\\" in text:
+        return _ESCAPE.sub(_unescape, text)
+    return text.replace("\\c", ":").replace("\\n", "\n").replace("\\r", "\r")
+
+
 def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
     """STOMP header lines → dict, as ``stomp.utils.parse_headers`` returns it (the first of a repeated key wins)."""
     headers: dict[str, str] = {}
@@ -48,13 +61,13 @@ def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
             continue
         key = line[:colon]
         if "\\" in key:
-            key = _ESCAPE.sub(_unescape, key)
+            key = _unescaped(key)
         if key not in headers:
             value = line[colon + 1 :]
             if "\n" in value:
                 value = value[: value.index("\n")]
             if "\\" in value:
-                value = _ESCAPE.sub(_unescape, value)
+                value = _unescaped(value)
             headers[key] = value
     return headers
 
