@@ -98,6 +98,8 @@ SETTLE_BROWSE_EVERY_S = 10.0
 BROWSE_TIMEOUT_S = 120.0
 #: Pending keys counted at most while settling (the ledger bounds one read's pages anyway).
 SETTLE_COUNT_LIMIT = 100_000
+#: Consumed messages left on the old primary that a count looks up in the ledger, to say why.
+LEFT_SAMPLE = 50
 
 
 @dataclass
@@ -495,6 +497,27 @@ class Drill:
                 return pending
             time.sleep(1.0 if pending else 0.5)
 
+    def _why_left(self, keys: set[str]) -> dict[str, Any]:
+        """For a count that found consumed messages left: what the ledger says of a sample of them.
+
+        Held in the ledger but not pending: marked purged, so a copy arrived after its removal
+        (the late-copy sweep's to remove). Pending: the purge had not reached it. Neither: the
+        consumption was never captured (or not yet replicated here). A failing drill test
+        prints this, so one failure names which of the three it was.
+        """
+        sample = sorted(keys)[:LEFT_SAMPLE]
+        try:
+            pending = {p.key for p in self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT, read_only=True)}
+            in_ledger = [k for k in sample if self.ledger.was_consumed(self.queue, k)]
+        except BrokerSyncError as e:
+            return {"sample": sample[:5], "ledger_unreadable": str(e)}
+        return {
+            "sampled": len(sample),
+            "in_ledger": len(in_ledger),
+            "pending": len(set(sample) & pending),
+            "sample": sample[:5],
+        }
+
     def _consumed_left_on(self, broker: str) -> int | None:
         """Messages the drill's consumers took that are still on ``broker`` (None: it cannot be browsed now)."""
         with self.log.lock:
@@ -584,6 +607,8 @@ class Drill:
             }
         if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
             result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
+            if on_old & consumed_any:
+                result["left_on_old_primary"] = self._why_left(on_old & consumed_any)
             result["pending_purge_after"] = pending_after
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
         if settings.mode in ("failback", "region-loss"):

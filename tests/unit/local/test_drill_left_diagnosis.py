@@ -1,0 +1,26 @@
+"""A drill that finds consumed messages left on the old primary says which of three causes each sample has."""
+
+from __future__ import annotations
+
+import time
+
+from ulid import ULID
+
+from brokersync.ledger import LedgerEntry, memory_ledger
+from brokersync_local.drill import Drill
+
+
+def test_left_messages_are_told_apart_by_what_the_ledger_holds() -> None:
+    now_ms = int(time.time() * 1000)
+    purged, pending, never_captured = (
+        LedgerEntry(str(ULID()), now_ms, f"ID:app-41000-1795340000000-1:1:-1:1:{n}") for n in (1, 2, 3)
+    )
+    ledger = memory_ledger()
+    ledger.record("ORDERS", [purged, pending])
+    ledger.mark_purged("ORDERS", [p for p in ledger.pending("ORDERS") if p.key == purged.key])
+    drill = Drill.__new__(Drill)  # only what _why_left reads: no world, no brokers
+    drill.ledger, drill.queue = ledger, "ORDERS"
+
+    why = drill._why_left({purged.key, pending.key, never_captured.key})
+
+    assert (why["sampled"], why["in_ledger"], why["pending"]) == (3, 2, 1)
