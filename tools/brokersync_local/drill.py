@@ -42,6 +42,7 @@ from types import FrameType
 from typing import Any, Literal
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
@@ -516,7 +517,18 @@ class Drill:
             "in_ledger": len(in_ledger),
             "pending": len(set(sample) & pending),
             "sample": sample[:5],
+            "purge_loop_running": self._purge_loop_running(),
         }
+
+    def _purge_loop_running(self) -> bool | None:
+        """Whether this region's purge loop runs now (None: it could not be asked)."""
+        control: SyncControl | None = getattr(self, "sync", None)
+        if control is None:
+            return None
+        try:
+            return control.purge_loop_running()
+        except (BrokerSyncError, BotoCoreError, ClientError):
+            return None
 
     def _consumed_left_on(self, broker: str) -> int | None:
         """Messages the drill's consumers took that are still on ``broker`` (None: it cannot be browsed now)."""

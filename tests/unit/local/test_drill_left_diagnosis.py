@@ -21,6 +21,7 @@ def test_left_messages_are_told_apart_by_what_the_ledger_holds() -> None:
     drill = Drill.__new__(Drill)  # only what _why_left reads: no world, no brokers
     drill.ledger, drill.queue = ledger, "ORDERS"
 
-    why = drill._why_left({purged.key, pending.key, never_captured.key})
+    why = drill._why_left({purged.key, pending.key, never_captured.key})  # no sync control: loop unknown
 
     assert (why["sampled"], why["in_ledger"], why["pending"]) == (3, 2, 1)
+    assert why["purge_loop_running"] is None
