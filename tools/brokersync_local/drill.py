@@ -618,9 +618,10 @@ class Drill:
                 for broker in (old, new)
             }
         if old_alive:  # the old primary is the DR broker now: what was consumed must be gone from it
-            result["already_consumed_on_old_primary"] = len(on_old & consumed_any)
-            if on_old & consumed_any:
-                result["left_on_old_primary"] = self._why_left(on_old & consumed_any)
+            left = on_old & consumed_any
+            result["already_consumed_on_old_primary"] = len(left)
+            if left:
+                result["left_on_old_primary"] = self._why_left(left)
             result["pending_purge_after"] = pending_after
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
         if settings.mode in ("failback", "region-loss"):

@@ -19,7 +19,7 @@ import stomp
 import stomp.transport
 import stomp.utils
 
-from brokersync.broker.stomp_headers import CHECKED_MAJOR, parse_headers
+from brokersync.broker.stomp_headers import checked_release, parse_headers
 
 #: stomp.py's own parser: the fallback, and what the equivalence test compares with.
 STOMP_PY_PARSE_FRAME = stomp.utils.parse_frame
@@ -45,7 +45,7 @@ def install() -> bool:
     """Use :func:`parse_frame` in stomp.py's transport; whether it is in place."""
     if stomp.transport.parse_frame is parse_frame:
         return True
-    if stomp.__version__.split(".")[0] != CHECKED_MAJOR or stomp.transport.parse_frame is not STOMP_PY_PARSE_FRAME:
+    if not checked_release() or stomp.transport.parse_frame is not STOMP_PY_PARSE_FRAME:
         return False
     stomp.transport.parse_frame = parse_frame  # type: ignore[attr-defined]
     return True

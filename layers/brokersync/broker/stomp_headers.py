@@ -72,11 +72,16 @@ def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
     return headers
 
 
+def checked_release() -> bool:
+    """Whether the stomp.py in use is the release line this module's replacements were checked against."""
+    return stomp.__version__.split(".")[0] == CHECKED_MAJOR
+
+
 def install() -> bool:
     """Use :func:`parse_headers` in stomp.py's frame parser; whether it is in place."""
     if stomp.utils.parse_headers is parse_headers:
         return True
-    if stomp.__version__.split(".")[0] != CHECKED_MAJOR or stomp.utils.parse_headers is not STOMP_PY_PARSE_HEADERS:
+    if not checked_release() or stomp.utils.parse_headers is not STOMP_PY_PARSE_HEADERS:
         return False
     stomp.utils.parse_headers = parse_headers
     return True
