@@ -11,9 +11,13 @@ Three kinds of item live in one table (keys ``pk``/``sk``, TTL attribute ``expir
   ADD to the sets, so recording a key twice is a no-op: replays cannot duplicate anything.
   Written in the primary region only.
 * work pointer ``Q#<queue>`` / ``<write ms>#<digest>``: one per write, naming the capture
-  items it touched. The DR purge loop reads pointers oldest first and deletes one when all
-  its items are resolved; a new write always makes a new pointer, so a delete in one region
-  can never hide keys added in the other (global tables resolve per item, last writer wins).
+  items it touched and how many elements each held right after the write. The DR purge loop
+  reads pointers oldest first and deletes one when all its items are resolved; a new write
+  always makes a new pointer, so a delete in one region can never hide keys added in the
+  other (global tables resolve per item, last writer wins). Global tables replicate each item
+  on its own, in no order across items, so a pointer can reach DR before the write it names:
+  an item read there with fewer elements than the pointer counted is not complete yet, and
+  the pointer stays.
 * marks ``P#<queue>#<shard>`` / ``<bucket ms>``: the elements of the matching capture item
   the purge removed (``purged``) or gave up on (``missing``). Written in the DR region only.
 """
@@ -74,14 +78,44 @@ class AuditRecord:
 class Pointer:
     sk: str
     refs: tuple[ItemRef, ...]
+    #: Elements each ref's capture item held right after the write, aligned with ``refs``;
+    #: empty for pointers written before pointers counted them.
+    counts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.counts and len(self.counts) != len(self.refs):
+            raise ValueError(f"pointer {self.sk}: {len(self.counts)} counts for {len(self.refs)} refs")
+
+    def complete(self, ref_index: int, held: KeySets | None) -> bool:
+        """Whether ``held`` (the ref's capture item as read here) includes this pointer's write.
+
+        Sets only grow (``ADD`` in the primary region, TTL removes whole items), so a replica
+        holding fewer elements than the write left has not received it yet.
+        """
+        if not self.counts:
+            return True
+        return held is not None and element_count(held) >= self.counts[ref_index]
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedWrite:
+    """What one ``ADD`` to a capture item left: its size (for the bill) and its element count."""
+
+    size_bytes: int
+    elements: int
+
+
+def element_count(keys: KeySets) -> int:
+    """Elements of a capture item (the prefixes set only helps decode them)."""
+    return len(keys.ulids) + len(keys.message_ids)
 
 
 class TableBackend(ABC):
     """Item operations on the ledger table; the DynamoDB adapter and the in-memory one implement them."""
 
     @abstractmethod
-    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
-        """ADD ``keys`` to the capture item; return the item's size in bytes afterwards."""
+    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> CapturedWrite:
+        """ADD ``keys`` to the capture item; return its size and element count afterwards."""
 
     @abstractmethod
     def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:

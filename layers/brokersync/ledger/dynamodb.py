@@ -19,11 +19,13 @@ from pynamodb.models import Model
 from brokersync.ledger.backend import (
     AuditBackend,
     AuditRecord,
+    CapturedWrite,
     ItemRef,
     KeySets,
     Marks,
     Pointer,
     TableBackend,
+    element_count,
     item_size,
 )
 from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
@@ -95,14 +97,21 @@ def _expiry(epoch_seconds: int) -> datetime:
     return datetime.fromtimestamp(epoch_seconds, UTC)
 
 
-def _refs_text(refs: Sequence[ItemRef]) -> str:
-    return ",".join(f"{r.shard}:{r.bucket_ms}" for r in refs)
+def _refs_text(pointer: Pointer) -> str:
+    """``shard:bucket:count`` per ref (``shard:bucket`` for a pointer that counted nothing)."""
+    if pointer.counts:
+        return ",".join(f"{r.shard}:{r.bucket_ms}:{n}" for r, n in zip(pointer.refs, pointer.counts, strict=True))
+    return ",".join(f"{r.shard}:{r.bucket_ms}" for r in pointer.refs)
 
 
-def _refs(text: str | None) -> tuple[ItemRef, ...]:
+def _pointer(sk: str, text: str | None) -> Pointer:
+    """The pointer stored under ``sk``; one written before pointers counted reads with no counts."""
     if not text:
-        return ()
-    return tuple(ItemRef(int(s), int(b)) for s, _, b in (part.partition(":") for part in text.split(",")))
+        return Pointer(sk=sk, refs=())
+    parts = [part.split(":") for part in text.split(",")]
+    refs = tuple(ItemRef(int(p[0]), int(p[1])) for p in parts)
+    counted = all(len(p) == 3 for p in parts)
+    return Pointer(sk=sk, refs=refs, counts=tuple(int(p[2]) for p in parts) if counted else ())
 
 
 class DynamoDBBackend(TableBackend, AuditBackend):
@@ -112,7 +121,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
     def _capture_key(self, queue: str, ref: ItemRef) -> tuple[str, str]:
         return f"C#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}"
 
-    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
+    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> CapturedWrite:
         pk, sk = self._capture_key(queue, ref)
         item = self.model(pk, sk)
         actions: list[Any] = [self.model.expires_at.set(_expiry(expires_at))]
@@ -123,10 +132,11 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         if keys.prefixes:
             actions.append(self.model.mp.add(keys.prefixes))
         _translate(lambda: item.update(actions=actions, add_version_condition=False))
-        return item_size(pk, sk, _key_sets(item))
+        held = _key_sets(item)  # the whole item after the ADD (pynamodb asks for ALL_NEW)
+        return CapturedWrite(item_size(pk, sk, held), element_count(held))
 
     def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
-        item = self.model(f"Q#{queue}", pointer.sk, refs=_refs_text(pointer.refs), expires_at=_expiry(expires_at))
+        item = self.model(f"Q#{queue}", pointer.sk, refs=_refs_text(pointer), expires_at=_expiry(expires_at))
         _translate(item.save)
         return len(f"Q#{queue}") + len(pointer.sk) + len(item.refs or "") + 30
 
@@ -135,7 +145,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
 
         def run() -> list[Pointer]:
             return [
-                Pointer(sk=i.sk, refs=_refs(i.refs))
+                _pointer(i.sk, i.refs)
                 for i in self.model.query(
                     f"Q#{queue}", range_key_condition=condition, scan_index_forward=True, limit=limit
                 )

@@ -125,11 +125,14 @@ class Ledger(LedgerStore):
             return WriteReport(items=0, write_units=0.0)
         expires_at = self._expires_at()
         units = 0
-        for ref, keys in sorted(groups.items(), key=lambda item: (item[0].bucket_ms, item[0].shard)):
-            units += write_units(self.backend.add_captured(queue, ref, keys, expires_at))
         refs = tuple(sorted(groups, key=lambda r: (r.bucket_ms, r.shard)))
+        counts = []
+        for ref in refs:
+            written = self.backend.add_captured(queue, ref, groups[ref], expires_at)
+            units += write_units(written.size_bytes)
+            counts.append(written.elements)
         digest = hashlib.blake2b(repr(refs).encode(), digest_size=5).hexdigest()
-        pointer = Pointer(sk=f"{int(self.clock() * 1000):013d}#{digest}", refs=refs)
+        pointer = Pointer(sk=f"{int(self.clock() * 1000):013d}#{digest}", refs=refs, counts=tuple(counts))
         units += write_units(self.backend.put_pointer(queue, pointer, expires_at))
         return WriteReport(items=len(groups) + 1, write_units=float(units))
 
@@ -181,7 +184,11 @@ class Ledger(LedgerStore):
         captured, marks = items
         unresolved = 0
         unnameable: dict[ItemRef, Marks] = defaultdict(Marks)
-        for ref in pointer.refs:
+        for index, ref in enumerate(pointer.refs):
+            if not pointer.complete(index, captured.get(ref)):
+                # The pointer reached this region before the write it names (global tables
+                # replicate items in no order): what is here is work, but the pointer stays.
+                unresolved += 1
             # Resolved elements are set aside before decoding, not after: the purge reads the
             # same recent items round after round, and most of their elements are already
             # marked, so decoding them all made each round cost what the window holds rather

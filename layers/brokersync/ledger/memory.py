@@ -13,11 +13,13 @@ from collections.abc import Iterator, Sequence
 from brokersync.ledger.backend import (
     AuditBackend,
     AuditRecord,
+    CapturedWrite,
     ItemRef,
     KeySets,
     Marks,
     Pointer,
     TableBackend,
+    element_count,
     item_size,
 )
 
@@ -30,18 +32,20 @@ class MemoryBackend(TableBackend, AuditBackend):
         self._audits: dict[str, dict[str, AuditRecord]] = {}
         self._lock = threading.Lock()
 
-    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> int:
+    def add_captured(self, queue: str, ref: ItemRef, keys: KeySets, expires_at: int) -> CapturedWrite:
         with self._lock:
             item = self._captured.setdefault((queue, ref), KeySets())
             item.ulids |= keys.ulids
             item.message_ids |= keys.message_ids
             item.prefixes |= keys.prefixes
-            return item_size(f"C#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", item)
+            return CapturedWrite(
+                item_size(f"C#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", item), element_count(item)
+            )
 
     def put_pointer(self, queue: str, pointer: Pointer, expires_at: int) -> int:
         with self._lock:
             self._pointers.setdefault(queue, {})[pointer.sk] = pointer
-        return len(f"Q#{queue}") + len(pointer.sk) + 16 + 20 * len(pointer.refs)
+        return len(f"Q#{queue}") + len(pointer.sk) + 16 + 20 * len(pointer.refs) + 4 * len(pointer.counts)
 
     def pointers(self, queue: str, limit: int, after: str | None = None) -> list[Pointer]:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import boto3
@@ -332,3 +333,59 @@ def test_once_no_earlier_layout_is_read_every_query_still_answers(monkeypatch: p
 
     assert sorted(ledger.consumed_between("ORDERS", T0 - 1, T0 + 1_000)) == sorted(keys)
     assert all(ledger.was_consumed("ORDERS", key) for key in keys)
+
+
+def _replicate_pointers_only(primary: Ledger, replica: Ledger, queue: str) -> None:
+    """Global tables replicate item by item in no order: here the pointers arrive first."""
+    for pointer in primary.backend.pointers(queue, limit=1000):
+        replica.backend.put_pointer(queue, pointer, int(NOW) + 3600)
+
+
+def _replicate_items(primary: Ledger, replica: Ledger, queue: str) -> None:
+    refs = [ref for p in primary.backend.pointers(queue, limit=1000) for ref in p.refs]
+    for ref, keys in primary.backend.captured(queue, refs).items():
+        replica.backend.add_captured(queue, ref, keys, int(NOW) + 3600)
+
+
+def test_a_pointer_read_before_the_write_it_names_stays_until_that_write_arrives(ledger: Ledger) -> None:
+    primary = memory_ledger(clock=Clock())
+    keys = _ulids(30)
+    primary.record("ORDERS", _entries(keys))
+    _replicate_pointers_only(primary, ledger, "ORDERS")
+
+    assert ledger.pending("ORDERS") == []
+    _replicate_items(primary, ledger, "ORDERS")
+
+    assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(keys)
+
+
+def test_a_pointer_whose_item_holds_only_an_earlier_write_stays_and_its_keys_are_found_later(
+    ledger: Ledger,
+) -> None:
+    primary = memory_ledger(clock=Clock())
+    first, second = _ulids(10), _ulids(10)
+    primary.record("ORDERS", _entries(first))
+    _replicate_pointers_only(primary, ledger, "ORDERS")
+    _replicate_items(primary, ledger, "ORDERS")
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+    primary.record("ORDERS", _entries(second, start_ms=T0 + 20))  # the same 250 ms item
+    _replicate_pointers_only(primary, ledger, "ORDERS")
+
+    assert ledger.pending("ORDERS") == []  # the item here still holds only the first write
+    _replicate_items(primary, ledger, "ORDERS")
+
+    assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(second)
+
+
+def test_a_pointer_written_before_pointers_counted_is_read_and_resolved_as_before(ledger: Ledger) -> None:
+    keys = _ulids(5)
+    ledger.record("ORDERS", _entries(keys))
+    for pointer in ledger.backend.pointers("ORDERS", limit=10):  # rewritten the old way: no counts
+        ledger.backend.put_pointer("ORDERS", dataclasses.replace(pointer, counts=()), int(NOW) + 3600)
+
+    pending = ledger.pending("ORDERS")
+    ledger.mark_purged("ORDERS", pending)
+
+    assert sorted(p.key for p in pending) == sorted(keys)
+    assert ledger.pending("ORDERS") == []
+    assert ledger.backend.pointers("ORDERS", limit=10) == []
