@@ -5,8 +5,13 @@ region's DynamoDB and knows nothing of the other. This stand-in reads every regi
 stream and writes each change into the other regions with the semantics of a multi-region
 eventually consistent (MREC) global table:
 
-* **asynchronous**: a change reaches the other region ``lag_s`` after it was made (AWS: "typically
-  within a second"), never at once, so code that reads its own region sees stale items;
+* **asynchronous**: a change reaches the other region about ``lag_s`` after it was made (AWS:
+  "typically within a second"), never at once, so code that reads its own region sees stale items;
+* **in order per item, in no order across items**: each change's lag is drawn within
+  ``jitter`` of ``lag_s`` (a fraction; a change never overtakes an earlier one of its own
+  item), so two items written a moment apart can arrive the other way round, as they can in
+  AWS, whose replication keeps no order between items (a work pointer can land before the
+  capture write it names);
 * **per item, last writer wins**: each change carries its stream timestamp; a change older than the
   version the destination already holds is dropped there (ties go to the higher region name), so
   two regions that wrote one item converge on the later write. Conditional writes are evaluated
@@ -27,6 +32,7 @@ import collections
 import dataclasses
 import json
 import logging
+import random
 import signal
 import threading
 import time
@@ -42,6 +48,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 logger = logging.getLogger("brokersync.replication")
 
 DEFAULT_LAG_S = 1.0
+#: Each change's lag is ``lag_s`` times a draw from ``[1 - jitter, 1 + jitter]``.
+DEFAULT_JITTER = 0.15
 #: Images remembered per region and item as our own writes there (a partition's backlog of versions).
 ECHOES_KEPT = 64
 #: A paused region must not stall the others: every call gives up quickly and is tried again.
@@ -145,14 +153,22 @@ class GlobalTableReplication:
         endpoints: list[RegionEndpoint],
         *,
         lag_s: float = DEFAULT_LAG_S,
+        jitter: float = DEFAULT_JITTER,
         credentials: dict[str, str] | None = None,
         clock: Callable[[], float] = time.time,
+        seed: int | None = None,
     ) -> None:
         if len({e.region for e in endpoints}) != len(endpoints) or len(endpoints) < 2:
             raise ValueError("replication needs two or more endpoints of different regions")
+        if not 0 <= jitter < 1:
+            raise ValueError(f"jitter is a fraction of the lag in [0, 1), got {jitter}")
         creds = credentials or {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
         self.regions = {e.region: _Region(e, table, creds) for e in endpoints}
         self.lag_s = lag_s
+        self.jitter = jitter
+        self._random = random.Random(seed)
+        #: (destination region, item key) -> when its latest change is due: none overtakes another.
+        self._due: dict[tuple[str, str], float] = {}
         self.clock = clock
         #: Changes waiting for each destination region.
         self.outbox: dict[str, list[Change]] = {name: [] for name in self.regions}
@@ -217,7 +233,15 @@ class GlobalTableReplication:
             self.versions[mine] = (at, region.name)
             for other in self.regions:
                 if other != region.name:
-                    self.outbox[other].append(Change(at + self.lag_s, at, region.name, key, image))
+                    self.outbox[other].append(Change(self._due_at(other, key, at), at, region.name, key, image))
+
+    def _due_at(self, destination: str, key: str, at: float) -> float:
+        """When a change made at ``at`` lands in ``destination``: late by a drawn lag, never
+        before an earlier change of the same item."""
+        lag = self.lag_s * self._random.uniform(1 - self.jitter, 1 + self.jitter)
+        due = max(at + lag, self._due.get((destination, key), 0.0))
+        self._due[(destination, key)] = due
+        return due
 
     def _deliver(self, region: _Region, change: Change) -> bool:
         held = self.versions.get((region.name, change.key))
@@ -271,12 +295,18 @@ def main() -> int:
     parser.add_argument("--table", required=True)
     parser.add_argument("--endpoint", action="append", type=RegionEndpoint.parse, required=True, help="REGION=URL")
     parser.add_argument("--lag", type=float, default=DEFAULT_LAG_S, help="seconds before a change reaches a peer")
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=DEFAULT_JITTER,
+        help="each change's lag varies by this fraction of --lag, so items arrive in no order across items",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    GlobalTableReplication(args.table, args.endpoint, lag_s=args.lag).run(stop)
+    GlobalTableReplication(args.table, args.endpoint, lag_s=args.lag, jitter=args.jitter).run(stop)
     return 0
 
 
