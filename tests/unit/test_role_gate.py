@@ -73,7 +73,7 @@ def test_a_standby_loop_gives_up_waiting_at_its_budget(topology: Topology, store
 
     started = time.monotonic()
     assert not gate.wait_to_act(0.3).acting
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 3  # bounded by its budget (0.3 s), with room for a loaded machine
 
 
 def test_working_loops_are_told_to_stop_when_the_record_moves_to_a_new_epoch(

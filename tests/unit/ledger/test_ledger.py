@@ -389,3 +389,36 @@ def test_a_pointer_written_before_pointers_counted_is_read_and_resolved_as_befor
     assert sorted(p.key for p in pending) == sorted(keys)
     assert ledger.pending("ORDERS") == []
     assert ledger.backend.pointers("ORDERS", limit=10) == []
+
+
+def test_a_pointer_whose_work_is_all_marked_is_deleted_in_that_round_not_read_again(ledger: Ledger) -> None:
+    ledger.record("ORDERS", _entries(_ulids(20)))
+
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+
+    assert ledger.backend.pointers("ORDERS", limit=10) == []
+
+
+def test_a_pointer_with_one_element_left_unmarked_stays(ledger: Ledger) -> None:
+    ledger.record("ORDERS", _entries(_ulids(20)))
+    pending = ledger.pending("ORDERS")
+
+    ledger.mark_purged("ORDERS", pending[1:])
+
+    assert len(ledger.backend.pointers("ORDERS", limit=10)) == 1
+    assert ledger.pending("ORDERS") == pending[:1]
+
+
+def test_marking_what_a_replica_holds_so_far_deletes_no_pointer_whose_write_has_not_arrived(ledger: Ledger) -> None:
+    primary = memory_ledger(clock=Clock())
+    first, second = _ulids(10), _ulids(10)
+    primary.record("ORDERS", _entries(first))
+    _replicate_items(primary, ledger, "ORDERS")
+    _replicate_pointers_only(primary, ledger, "ORDERS")
+    primary.record("ORDERS", _entries(second, start_ms=T0 + 20))  # the same 250 ms item
+    _replicate_pointers_only(primary, ledger, "ORDERS")  # the second pointer, ahead of its write
+
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+    _replicate_items(primary, ledger, "ORDERS")
+
+    assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(second)
