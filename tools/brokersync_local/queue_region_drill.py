@@ -14,22 +14,28 @@ brokers throughout, as regional front ends would:
    removes what A consumed meanwhile.
 
 Counted message by message, as every drill: lost (a message produced and confirmed that is
-neither consumed nor on a broker), duplicates (consumed on both brokers) against their bound
-(consumed on B before the loss and still on A then), the planned move's time, and the RTO of
+neither consumed nor on a broker), duplicates (consumed on both brokers) against their bounds
+(consumed on B before the loss and still on A then; or, for B's own messages, a copy still in
+B's outflow to A at the loss), the planned move's time, and the RTO of
 the region loss (from the partition to the move back's success).
 """
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from brokersync_local.drill import Drill, move_drain_s
 from brokersync_local.errors import LocalWorldError
+from brokersync_local.forensics import copy_store, read_dead_store
 from brokersync_local.region_drill import RegionLossDrill
 
 
 class MoveThenRegionLossDrill(RegionLossDrill):
+    _store_at_partition: Path | None = None
+
     def _run_traffic(self) -> dict[str, Any]:
         settings = self.settings
         if not self.topology.queue(self.queue).copies_both_ways:
@@ -59,6 +65,9 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         partitioned = self.timeline.mark(f"region {self.away} partitioned with {self.queue}'s consumers")
         self.facts["partitioned_at"] = partitioned
         self.facts["on_survivor_at_partition"] = self._keys_on(east)
+        # The lost region's store as it stood, read at the end (a reader broker takes seconds to
+        # start, and the move back must not wait for it): see ``_counts``.
+        self._store_at_partition = copy_store(self.world.brokers["dr"].data_dir)
         assert self.front_end is not None
         self.front_end.move_to(east, self.connectors[east])  # the lost region's front end fails over
         self.phase = f"region {self.away} lost: moving {self.queue} back to {east}"
@@ -102,7 +111,15 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         # the partition. Counted at the end: frames already delivered are consumed after the partition.
         at_risk = self.log.consumed_on(new) & self.facts.get("on_survivor_at_partition", set())
         self.facts["pending_purge_at_kill"] = len(at_risk)
-        self.facts["in_bridge_at_kill"] = None
+        if self._store_at_partition is not None:
+            # Copies of the lost region's own messages still in its outflow to the survivor: one
+            # consumed there arrives only when the region returns, after any purge could act.
+            outflow = self.topology.copy_name(self.queue, self.topology.primary)
+            try:
+                self.facts["in_bridge_keys"] = set(read_dead_store(self._store_at_partition, [outflow])[outflow])
+            finally:
+                shutil.rmtree(self._store_at_partition, ignore_errors=True)
+            self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
         result = Drill._counts(self, old, new)
         with self.log.lock:
             consumed = set(self.log.consumed)
