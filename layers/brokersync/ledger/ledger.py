@@ -98,10 +98,6 @@ class Ledger(LedgerStore):
         self.shards = shards
         self.ttl = ttl
         self.clock = clock
-        #: Per queue, the complete pointers the last :meth:`pending` read with work left, each with
-        #: the places of its unresolved elements. Marking them all deletes the pointer in that
-        #: round: read again only to find it resolved, it cost a second read of its items.
-        self._open_pointers: dict[str, dict[str, set[tuple[ItemRef, bytes | str]]]] = {}
 
     def _expires_at(self) -> int:
         return int(self.clock() + self.ttl.total_seconds())
@@ -158,8 +154,6 @@ class Ledger(LedgerStore):
         """
         found: dict[tuple[str, str | None], int] = {}
         places: dict[tuple[str, str | None], list[tuple[ItemRef, bytes | str]]] = defaultdict(list)
-        if not read_only:
-            self._open_pointers[queue] = {}
         after: str | None = None
         for _page in range(MAX_POINTER_PAGES):
             pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
@@ -189,14 +183,11 @@ class Ledger(LedgerStore):
         """Add ``pointer``'s unresolved elements to ``found``; ``items`` were read for its whole page."""
         captured, marks = items
         unresolved = 0
-        complete = True
-        open_places: set[tuple[ItemRef, bytes | str]] = set()
         unnameable: dict[ItemRef, Marks] = defaultdict(Marks)
         for index, ref in enumerate(pointer.refs):
             if not pointer.complete(index, captured.get(ref)):
                 # The pointer reached this region before the write it names (global tables
                 # replicate items in no order): what is here is work, but the pointer stays.
-                complete = False
                 unresolved += 1
             # Resolved elements are set aside before decoding, not after: the purge reads the
             # same recent items round after round, and most of their elements are already
@@ -211,11 +202,8 @@ class Ledger(LedgerStore):
                 place = (item.key, item.message_id)
                 found[place] = min(found.get(place, item.consumed_at_ms), item.consumed_at_ms)
                 places[place].append((ref, item.element))
-                open_places.add((ref, item.element))
         if read_only:
             return
-        if complete and open_places:
-            self._open_pointers[queue][pointer.sk] = open_places
         if unnameable:
             expires_at = self._expires_at()
             for ref, refused in unnameable.items():
@@ -252,21 +240,7 @@ class Ledger(LedgerStore):
                     sets.message_ids.add(element)
         expires_at = self._expires_at()
         units = sum(write_units(self.backend.add_marks(queue, ref, marks, expires_at)) for ref, marks in groups.items())
-        self._close_pointers(queue, {(ref, element) for pending in keys for ref, element in pending.locations})
         return WriteReport(items=len(groups), write_units=float(units))
-
-    def _close_pointers(self, queue: str, marked: set[tuple[ItemRef, bytes | str]]) -> None:
-        """Delete the pointers read this round whose every unresolved element is now marked.
-
-        Only pointers whose items held their whole write are open here (``Pointer.complete``),
-        and elements a later write adds to the same items come with that write's own pointer.
-        """
-        open_pointers = self._open_pointers.get(queue, {})
-        for sk, places in list(open_pointers.items()):
-            places.difference_update(marked)
-            if not places:
-                self.backend.delete_pointer(queue, sk)
-                del open_pointers[sk]
 
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:
         hits: dict[str, int] = {}

@@ -391,14 +391,6 @@ def test_a_pointer_written_before_pointers_counted_is_read_and_resolved_as_befor
     assert ledger.backend.pointers("ORDERS", limit=10) == []
 
 
-def test_a_pointer_whose_work_is_all_marked_is_deleted_in_that_round_not_read_again(ledger: Ledger) -> None:
-    ledger.record("ORDERS", _entries(_ulids(20)))
-
-    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
-
-    assert ledger.backend.pointers("ORDERS", limit=10) == []
-
-
 def test_a_pointer_with_one_element_left_unmarked_stays(ledger: Ledger) -> None:
     ledger.record("ORDERS", _entries(_ulids(20)))
     pending = ledger.pending("ORDERS")
