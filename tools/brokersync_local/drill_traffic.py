@@ -2,15 +2,18 @@
 
 The producer sends persistent messages with fresh ULID correlation ids and asks for a
 receipt on each: a message counts as *produced* only when the broker confirmed it, exactly
-as a JMS producer's synchronous send would. The consumer acks each message individually
-(from its own thread, never stomp.py's listener) and counts a message as *consumed on* a
-broker once its ack was written to that broker. Both stop on their own when the broker
-under them dies, and continue when the drill moves them to the new primary.
+as a JMS producer's synchronous send would. It spreads its sends over as many connections as
+its rate needs (:data:`RATE_PER_CONNECTION`), as an application would with a pool. The
+consumer acks each message individually (from its own thread, never stomp.py's listener) and
+counts a message as *consumed on* a broker once its ack was written to that broker. Both stop
+on their own when the broker under them dies, and continue when the drill moves them to the
+new primary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import queue as queue_mod
 import threading
 import time
@@ -121,25 +124,43 @@ class _Client:
         raise NotImplementedError
 
 
+#: Sends with a receipt one connection carries at most: the broker stores a connection's
+#: persistent sends one after another, so a single connection confirmed about 630 msg/s of a
+#: 1,000 msg/s drill on two cores; more connections let the broker store them side by side.
+RATE_PER_CONNECTION = 300.0
+
+
 class Producer(_Client):
-    def __init__(self, queue: str, log: TrafficLog, rate: float, name: str = "drill-producer") -> None:
+    def __init__(
+        self,
+        queue: str,
+        log: TrafficLog,
+        rate: float,
+        name: str = "drill-producer",
+        connections: int | None = None,
+    ) -> None:
         super().__init__(name, queue, log)
         self.rate = rate
+        #: Connections the sends are spread over, round robin (by default enough for the rate).
+        self.connections = connections or max(1, math.ceil(rate / RATE_PER_CONNECTION))
 
     def _serve(self, broker: str, connector: StompConnector) -> None:
         target = self._target
-        listener = _Listener(self.log)
-        connection = connector.connect(listener, name=self.name)
+        listeners = [_Listener(self.log) for _ in range(self.connections)]
+        connections: list[stomp.Connection] = []
         try:
+            for index, listener in enumerate(listeners):
+                suffix = f"-{index}" if self.connections > 1 else ""
+                connections.append(connector.connect(listener, name=f"{self.name}{suffix}"))
             started, sent = time.monotonic(), 0
-            while target is not None and self._bound(target) and listener.connected:
+            while target is not None and self._bound(target) and all(lst.connected for lst in listeners):
                 due = int((time.monotonic() - started) * self.rate) - sent
                 for _ in range(min(due, 200)):
                     key = str(ULID())
                     with self.log.lock:
                         self.log.sent[key] = time.time()
                         self.log.sent_to[key] = broker
-                    connection.send(
+                    connections[sent % len(connections)].send(
                         f"/queue/{self.queue}",
                         f"drill message {key}",
                         headers={"correlation-id": key, "persistent": "true", "receipt": key},
@@ -147,7 +168,8 @@ class Producer(_Client):
                     sent += 1
                 time.sleep(0.005)
         finally:
-            _let_go(connection)
+            for connection in connections:
+                _let_go(connection)
 
 
 class Consumer(_Client):
