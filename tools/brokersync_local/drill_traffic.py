@@ -124,9 +124,10 @@ class _Client:
         raise NotImplementedError
 
 
-#: Sends with a receipt one connection carries at most: the broker stores a connection's
-#: persistent sends one after another, so a single connection confirmed about 630 msg/s of a
-#: 1,000 msg/s drill on two cores; more connections let the broker store them side by side.
+#: Sends with a receipt one connection carries at most. Issue 21 asks that a producer short
+#: of its rate get more connections, not a lower rate; the broker handles a connection's
+#: frames in order. On two cores it did not close the gap (the performance page's
+#: failover-1000 drill): where a send with a receipt waits is still open.
 RATE_PER_CONNECTION = 300.0
 
 
