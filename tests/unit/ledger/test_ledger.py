@@ -399,18 +399,3 @@ def test_a_pointer_with_one_element_left_unmarked_stays(ledger: Ledger) -> None:
 
     assert len(ledger.backend.pointers("ORDERS", limit=10)) == 1
     assert ledger.pending("ORDERS") == pending[:1]
-
-
-def test_marking_what_a_replica_holds_so_far_deletes_no_pointer_whose_write_has_not_arrived(ledger: Ledger) -> None:
-    primary = memory_ledger(clock=Clock())
-    first, second = _ulids(10), _ulids(10)
-    primary.record("ORDERS", _entries(first))
-    _replicate_items(primary, ledger, "ORDERS")
-    _replicate_pointers_only(primary, ledger, "ORDERS")
-    primary.record("ORDERS", _entries(second, start_ms=T0 + 20))  # the same 250 ms item
-    _replicate_pointers_only(primary, ledger, "ORDERS")  # the second pointer, ahead of its write
-
-    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
-    _replicate_items(primary, ledger, "ORDERS")
-
-    assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(second)
