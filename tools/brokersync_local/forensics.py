@@ -30,15 +30,14 @@ _READER = """<broker xmlns="http://activemq.apache.org/schema/core" schedulePeri
 """
 
 
-def copy_store(data_dir: Path) -> Path:
-    """A copy of a stopped (or frozen) broker's KahaDB store, as a data directory to read later.
+def copy_store(data_dir: Path, into: Path) -> Path:
+    """A copy of a stopped (or frozen) broker's KahaDB store in ``into``, a data directory to read later.
 
     Copying takes a moment where starting a reader takes seconds: a drill copies at the instant
-    it needs and reads the copy when the timing no longer matters. The caller removes it.
+    it needs and reads the copy when the timing no longer matters.
     """
-    copy = Path(tempfile.mkdtemp(prefix="brokersync-store-"))
-    shutil.copytree(data_dir / "kahadb", copy / "kahadb")
-    return copy
+    shutil.copytree(data_dir / "kahadb", into / "kahadb")
+    return into
 
 
 def read_dead_store(data_dir: Path, queues: list[str], timeout_s: float = 60.0) -> dict[str, list[str]]:

@@ -22,7 +22,6 @@ the region loss (from the partition to the move back's success).
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -66,8 +65,11 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         self.facts["partitioned_at"] = partitioned
         self.facts["on_survivor_at_partition"] = self._keys_on(east)
         # The lost region's store as it stood, read at the end (a reader broker takes seconds to
-        # start, and the move back must not wait for it): see ``_counts``.
-        self._store_at_partition = copy_store(self.world.brokers["dr"].data_dir)
+        # start, and the move back must not wait for it): see ``_counts``. Kept with the world's
+        # state, so a drill that stops early leaves it there, not in /tmp.
+        self._store_at_partition = copy_store(
+            self.world.brokers["dr"].data_dir, self.world.state_dir / "dr-store-at-partition"
+        )
         assert self.front_end is not None
         self.front_end.move_to(east, self.connectors[east])  # the lost region's front end fails over
         self.phase = f"region {self.away} lost: moving {self.queue} back to {east}"
@@ -115,10 +117,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
             # Copies of the lost region's own messages still in its outflow to the survivor: one
             # consumed there arrives only when the region returns, after any purge could act.
             outflow = self.topology.copy_name(self.queue, self.topology.primary)
-            try:
-                self.facts["in_bridge_keys"] = set(read_dead_store(self._store_at_partition, [outflow])[outflow])
-            finally:
-                shutil.rmtree(self._store_at_partition, ignore_errors=True)
+            self.facts["in_bridge_keys"] = set(read_dead_store(self._store_at_partition, [outflow])[outflow])
             self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
         result = Drill._counts(self, old, new)
         with self.log.lock:
