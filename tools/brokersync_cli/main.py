@@ -89,6 +89,7 @@ def _cmd_drill(args: argparse.Namespace) -> int:
         seed=args.seed,
         keep=args.keep,
         queue=args.queue,
+        warm_up_s=args.warm_up,
     )
     stop_on_interrupt()
     # stomp.py logs every refused connect to a broker a drill killed or partitioned; the JSON says what happened.
@@ -149,6 +150,13 @@ def _add_demo_and_drill(sub: Any) -> None:
         "--duration", type=float, default=30.0, help="seconds of traffic (default 30); at least 5 s follow the switch"
     )
     drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
+    drill.add_argument(
+        "--warm-up",
+        type=float,
+        default=0.0,
+        help="seconds of traffic at --rate carried end to end before the clock starts, so the brokers'"
+        " JVMs have compiled their hot paths as a long-running pair's have (default 0: a few messages)",
+    )
     drill.add_argument("--report", default=None, help="directory for the HTML report with a timeline plot")
     drill.add_argument("--seed", type=int, default=None, help="seed for the random kill moment")
     drill.add_argument("--topology", default="topology.yaml")

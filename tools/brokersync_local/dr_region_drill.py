@@ -109,7 +109,7 @@ class DrRegionLossDrill(RegionLossDrill):
     def _dr_outcome(self, primary: str, dr: str, pending_after: int, outage_s: float) -> dict[str, Any]:
         with self.log.lock:
             produced = set(self.log.confirmed)
-            consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
+            consumed = self.log.brokers_consumed_on()
         on_primary = self._keys_on(primary)
         dr_frames = browse(self.connectors[dr], self.queue)
         on_dr = {f.headers.get("correlation-id", "") for f in dr_frames}

@@ -37,6 +37,14 @@ class TrafficLog:
     consumed: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def brokers_consumed_on(self) -> dict[str, set[str]]:
+        """Key -> the brokers it was consumed on, for the keys this log sent (call with ``lock`` held).
+
+        A message on the queue that this log did not send (one the warm-up left, another
+        application's) is not the drill's to count: consumed twice, it would read as a duplicate.
+        """
+        return {key: {b for b, _ in entries} for key, entries in self.consumed.items() if key in self.sent}
+
     def consumed_on(self, broker: str, before: float | None = None) -> set[str]:
         with self.lock:
             return {

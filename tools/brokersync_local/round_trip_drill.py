@@ -102,7 +102,7 @@ class RoundTripDrill(RegionLossDrill):
         names = [self.topology.primary.name, self.topology.dr.name]
         with self.log.lock:
             produced = set(self.log.confirmed)
-            consumed = {k: {b for b, _ in v} for k, v in self.log.consumed.items()}
+            consumed = self.log.brokers_consumed_on()
         held = {name: self._keys_on(name) for name in names}
         consumed_any = set(consumed)
         result: dict[str, Any] = {

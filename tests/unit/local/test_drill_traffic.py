@@ -1,4 +1,5 @@
-"""The drill's producer spreads its sends with receipts over as many connections as its rate needs."""
+"""The drill's producer spreads its sends with receipts over as many connections as its rate needs;
+the log counts only what the drill sent."""
 
 from __future__ import annotations
 
@@ -66,3 +67,12 @@ def test_every_send_asks_for_a_receipt_named_after_its_key() -> None:
 
 def test_a_caller_may_choose_the_connections() -> None:
     assert Producer("ORDERS", TrafficLog(), rate=1000, connections=2).connections == 2
+
+
+def test_a_message_the_drill_did_not_send_is_not_counted_even_when_consumed_twice() -> None:
+    log = TrafficLog()
+    log.sent["01SENT"] = 1.0
+    log.consumed["01SENT"] = [("orders-use1", 2.0)]
+    log.consumed["01LEFT-BY-THE-WARM-UP"] = [("orders-use1", 2.0), ("orders-usw2", 3.0)]
+
+    assert log.brokers_consumed_on() == {"01SENT": {"orders-use1"}}
