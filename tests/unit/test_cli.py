@@ -88,3 +88,22 @@ def test_an_installed_package_refuses_the_checkout_only_commands_with_a_sentence
 
     assert main_module.main(["drill", "--mode", "failover"]) == 2
     assert "runs from a source checkout" in capsys.readouterr().err
+
+
+def test_a_drills_warm_up_reaches_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import brokersync_local.drill as drill_module  # noqa: PLC0415 (the harness the command drives)
+
+    seen = []
+    monkeypatch.setattr(drill_module, "stop_on_interrupt", lambda: None)
+    monkeypatch.setattr(drill_module, "run_drill", lambda settings, out: seen.append(settings) or {})
+
+    assert main(["drill", "--mode", "failover", "--rate", "1000", "--warm-up", "15", "--topology", TOPOLOGY]) == 0
+    assert seen[0].warm_up_s == 15.0 and seen[0].rate == 1000.0
+
+
+@pytest.mark.parametrize("warm_up", ["-1", "nan", "soon"])
+def test_a_warm_up_that_is_not_0_or_more_seconds_is_a_usage_error(warm_up: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["drill", "--mode", "failover", "--warm-up", warm_up])
+
+    assert exited.value.code == 2

@@ -113,6 +113,17 @@ DRILL_MODES = [
 ]
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more (argparse type): a negative warm-up is a typo, not a request."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} is not 0 or more seconds")
+    return value
+
+
 def _add_demo_and_drill(sub: Any) -> None:
     """The two commands that run a fresh pair of their own: the demo and the drill."""
     demo = sub.add_parser(
@@ -152,7 +163,7 @@ def _add_demo_and_drill(sub: Any) -> None:
     drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
     drill.add_argument(
         "--warm-up",
-        type=float,
+        type=_seconds,
         default=0.0,
         help="seconds of traffic at --rate carried end to end before the clock starts, so the brokers'"
         " JVMs have compiled their hot paths as a long-running pair's have (default 0: a few messages)",

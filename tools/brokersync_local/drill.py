@@ -238,11 +238,12 @@ class Drill:
             self.facts["warm_up_s"] = self._warm_up()
             if self.settings.warm_up_s > 0:
                 self.phase = f"warming up: {self.settings.warm_up_s:g}s of traffic at {self.settings.rate:g} msg/s"
-                self.facts["warm_up_s"] += self._warm_up(
+                traffic_s = self._warm_up(
                     messages=max(1, round(self.settings.rate * self.settings.warm_up_s)),
                     rate=self.settings.rate,
                     timeout_s=self.settings.warm_up_s + WARM_UP_TIMEOUT_S,
                 )
+                self.facts["warm_up_s"] = round(self.facts["warm_up_s"] + traffic_s, 3)
             self.risk = RiskSampler(
                 self.topology, self.queue, self.connectors, self._risk_ledger, lambda: self.timeline.started
             )
