@@ -42,7 +42,7 @@ from brokersync.topology import load_topology
 from brokersync_local.deploy import LEDGER_TABLE, PAIR_NAME, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill import Drill, DrillSettings
 from brokersync_local.errors import LocalWorldError
-from brokersync_local.forensics import read_dead_store
+from brokersync_local.forensics import copy_store, read_dead_store
 from brokersync_local.regions import TwoRegionWorld
 from brokersync_local.sync import SyncWorkers
 from brokersync_local.sync_worker import aws_environment
@@ -52,6 +52,9 @@ FENCE_WATCH_S = 6.0
 
 
 class RegionLossDrill(Drill):
+    #: A copy of the lost primary's KahaDB store taken at the partition (see ``_failover``).
+    _primary_store_at_partition: Path | None = None
+
     def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
         super().__init__(settings, out)
         self.world: TwoRegionWorld = self._make_world()
@@ -168,10 +171,11 @@ class RegionLossDrill(Drill):
         # primary (counted at the end: frames already delivered are consumed after this moment)
         # are the duplicates a region loss may cause.
         self.facts["on_dr_at_partition"] = self._keys_on(new)
-        broker = self.world.brokers["primary"]
-        store = read_dead_store(broker.data_dir, [self.topology.dr_name(self.queue)])
-        self.facts["in_bridge_keys"] = set(store[self.topology.dr_name(self.queue)])
-        self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+        # The lost broker's store as it stood, read at the end: a reader broker takes seconds to
+        # start, and counted here they were the drill's, not the failover's, in the RTO.
+        self._primary_store_at_partition = copy_store(
+            self.world.brokers["primary"].data_dir, self.world.state_dir / "primary-store-at-partition"
+        )
         self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
 
@@ -225,7 +229,16 @@ class RegionLossDrill(Drill):
             loops[region] = len(running["executions"])
         return loops
 
+    def _read_bridge_at_partition(self) -> None:
+        """The copies that were still in the lost primary's outflow at the partition (its store's copy)."""
+        if self._primary_store_at_partition is not None:
+            outflow = self.topology.dr_name(self.queue)
+            store = read_dead_store(self._primary_store_at_partition, [outflow])
+            self.facts["in_bridge_keys"] = set(store[outflow])
+            self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+
     def _counts(self, old: str, new: str) -> dict[str, Any]:
+        self._read_bridge_at_partition()
         self.facts["pending_purge_at_kill"] = len(
             self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
         )
