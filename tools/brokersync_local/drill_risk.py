@@ -72,7 +72,11 @@ class RiskSampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             began = time.monotonic()
-            self.samples.append(self.sample())
+            try:
+                self.samples.append(self.sample())
+            except Exception:  # a sample never stops the sampling: this one is unmeasured
+                elapsed = round(time.time() - self.started(), 3)
+                self.samples.append(RiskSample(elapsed, None, None, None, None))
             self._stop.wait(max(0.0, self.every_s - (time.monotonic() - began)))
 
     def sample(self) -> RiskSample:
@@ -84,7 +88,8 @@ class RiskSampler:
     def _copy_backlog(self, now: float) -> tuple[int | None, float | None]:
         outflow = self.topology.dr_name(self.queue)
         total, oldest_ms, measured = 0, None, False
-        for name, connector in self.connectors.items():
+        # A copy: a drill adds a broker while it runs (new-dr-region's third), from another thread.
+        for name, connector in list(self.connectors.items()):
             if time.monotonic() < self._skip_until.get(name, 0.0):
                 continue
             try:
