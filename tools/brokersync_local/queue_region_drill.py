@@ -23,18 +23,14 @@ the region loss (from the partition to the move back's success).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from brokersync_local.drill import Drill, move_drain_s
 from brokersync_local.errors import LocalWorldError
-from brokersync_local.forensics import copy_store, read_dead_store
 from brokersync_local.region_drill import RegionLossDrill
 
 
 class MoveThenRegionLossDrill(RegionLossDrill):
-    _store_at_partition: Path | None = None
-
     def _run_traffic(self) -> dict[str, Any]:
         settings = self.settings
         if not self.topology.queue(self.queue).copies_both_ways:
@@ -64,12 +60,9 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         partitioned = self.timeline.mark(f"region {self.away} partitioned with {self.queue}'s consumers")
         self.facts["partitioned_at"] = partitioned
         self.facts["on_survivor_at_partition"] = self._keys_on(east)
-        # The lost region's store as it stood, read at the end (a reader broker takes seconds to
-        # start, and the move back must not wait for it): see ``_counts``. Kept with the world's
-        # state, so a drill that stops early leaves it there, not in /tmp.
-        self._store_at_partition = copy_store(
-            self.world.brokers["dr"].data_dir, self.world.state_dir / "dr-store-at-partition"
-        )
+        # Copies of the lost region's own messages still in its outflow to the survivor: one
+        # consumed there arrives only when the region returns, after any purge could act.
+        self._copy_store_at_partition("dr", self.topology.copy_name(self.queue, self.topology.primary))
         assert self.front_end is not None
         self.front_end.move_to(east, self.connectors[east])  # the lost region's front end fails over
         self.phase = f"region {self.away} lost: moving {self.queue} back to {east}"
@@ -113,12 +106,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         # the partition. Counted at the end: frames already delivered are consumed after the partition.
         at_risk = self.log.consumed_on(new) & self.facts.get("on_survivor_at_partition", set())
         self.facts["pending_purge_at_kill"] = len(at_risk)
-        if self._store_at_partition is not None:
-            # Copies of the lost region's own messages still in its outflow to the survivor: one
-            # consumed there arrives only when the region returns, after any purge could act.
-            outflow = self.topology.copy_name(self.queue, self.topology.primary)
-            self.facts["in_bridge_keys"] = set(read_dead_store(self._store_at_partition, [outflow])[outflow])
-            self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+        self._read_bridge_at_partition()
         result = Drill._counts(self, old, new)
         with self.log.lock:
             consumed = set(self.log.consumed)

@@ -38,7 +38,7 @@ import boto3
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.base import LedgerStore
-from brokersync.topology import load_topology
+from brokersync.topology import Role, load_topology
 from brokersync_local.deploy import LEDGER_TABLE, PAIR_NAME, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill import Drill, DrillSettings
 from brokersync_local.errors import LocalWorldError
@@ -52,8 +52,8 @@ FENCE_WATCH_S = 6.0
 
 
 class RegionLossDrill(Drill):
-    #: A copy of the lost primary's KahaDB store taken at the partition (see ``_failover``).
-    _primary_store_at_partition: Path | None = None
+    #: The lost broker's KahaDB store, copied at the partition, and the outflow to read from it.
+    _store_at_partition: tuple[Path, str] | None = None
 
     def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
         super().__init__(settings, out)
@@ -171,11 +171,7 @@ class RegionLossDrill(Drill):
         # primary (counted at the end: frames already delivered are consumed after this moment)
         # are the duplicates a region loss may cause.
         self.facts["on_dr_at_partition"] = self._keys_on(new)
-        # The lost broker's store as it stood, read at the end: a reader broker takes seconds to
-        # start, and counted here they were the drill's, not the failover's, in the RTO.
-        self._primary_store_at_partition = copy_store(
-            self.world.brokers["primary"].data_dir, self.world.state_dir / "primary-store-at-partition"
-        )
+        self._copy_store_at_partition("primary", self.topology.dr_name(self.queue))
         self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
 
@@ -229,12 +225,20 @@ class RegionLossDrill(Drill):
             loops[region] = len(running["executions"])
         return loops
 
+    def _copy_store_at_partition(self, role: Role, outflow: str) -> None:
+        """Copy the lost broker's store as it stands, to read ``outflow`` from it when counting.
+
+        Copying takes a moment; a reader broker takes seconds to start, and started here those
+        seconds would be the drill's, counted in the RTO (or delaying a move back).
+        """
+        into = self.world.state_dir / f"{role}-store-at-partition"
+        self._store_at_partition = (copy_store(self.world.brokers[role].data_dir, into), outflow)
+
     def _read_bridge_at_partition(self) -> None:
-        """The copies that were still in the lost primary's outflow at the partition (its store's copy)."""
-        if self._primary_store_at_partition is not None:
-            outflow = self.topology.dr_name(self.queue)
-            store = read_dead_store(self._primary_store_at_partition, [outflow])
-            self.facts["in_bridge_keys"] = set(store[outflow])
+        """The copies that were still in the lost broker's outflow at the partition (from its store's copy)."""
+        if self._store_at_partition is not None:
+            store, outflow = self._store_at_partition
+            self.facts["in_bridge_keys"] = set(read_dead_store(store, [outflow])[outflow])
             self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
