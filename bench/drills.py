@@ -83,12 +83,12 @@ def run_one(name: str, seed: int) -> dict[str, Any]:
         )
     finally:
         shutil.rmtree(state, ignore_errors=True)
-    kill = f" --kill-at {kill_at:g}" if kill_at is not None else ""
+    options = f" --kill-at {kill_at:g}" if kill_at is not None else ""
     if name in WARM_UP_S:
-        kill += f" --warm-up {WARM_UP_S[name]:g}"
+        options += f" --warm-up {WARM_UP_S[name]:g}"
     shown = topology.relative_to(ROOT)
     outcome["command"] = (
-        f".venv/bin/brokersync drill --mode {mode} --rate {rate:g} --duration {duration:g}{kill} "
+        f".venv/bin/brokersync drill --mode {mode} --rate {rate:g} --duration {duration:g}{options} "
         f"--seed {seed} --topology {shown}" + (f" --queue {queue}" if queue else "")
     )
     return outcome
