@@ -158,6 +158,8 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     """
     import jinja2  # noqa: PLC0415 (only the docs build renders pages; jinja2 comes with mkdocs)
 
+    from brokersync_local.drill_traffic import RATE_PER_CONNECTION  # noqa: PLC0415 (one definition, one page)
+
     env = jinja2.Environment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # noqa: S701 (Markdown, not HTML)
@@ -168,6 +170,7 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     env.filters["pct"] = lambda value, digits=0: f"{float(value) * 100:.{digits}f} %"
     env.globals["measured"] = lambda name: measured_line(results[name])
     env.globals["not_measured"] = not_measured_line
+    env.globals["drill_rate_per_connection"] = RATE_PER_CONNECTION
     env.globals["measured_all"] = lambda names: measured_lines([results[name] for name in names])
     env.filters["regex_prefix"] = lambda value, prefix: f"{prefix}{value}"
     return env.from_string(markdown).render(results=_ByName(results))
