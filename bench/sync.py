@@ -479,7 +479,7 @@ class Pair:
             size = bounds[part + 1] - bounds[part]
             receipt = f"floor-part-{part}"
             for n in range(bounds[part], bounds[part + 1]):
-                frame = inbox.frames.get(timeout=60)
+                frame = inbox.get(60)
                 assert isinstance(frame, stomp.utils.Frame), "the DR broker dropped the floor's connection"
                 if rate:
                     time.sleep(max(0.0, started + n / rate - time.monotonic()))

@@ -79,7 +79,7 @@ def test_a_message_moved_to_the_dlq_on_the_primary_leaves_dr(
             ack="client-individual",
             headers={"selector": f"JMSCorrelationID = '{poisoned}'"},
         )
-        frame = inbox.frames.get(timeout=10)
+        frame = inbox.get(10)
         assert isinstance(frame, stomp.utils.Frame)
         connection.nack(frame.headers["ack"])  # ActiveMQ: a poison ack, straight to the DLQ
         time.sleep(0.5)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import queue as queue_mod
 import threading
 import time
 from collections import Counter
@@ -182,30 +181,27 @@ class AdvisoryRelay:
         return report
 
     def _take_batch(self, deadline: float, stop: threading.Event) -> tuple[list[stomp.utils.Frame], bool]:
-        """Up to ``batch_size`` frames, waiting at most ``flush_interval_s`` after the first one."""
-        frames: list[stomp.utils.Frame] = []
-        flush_at: float | None = None
-        while len(frames) < self.settings.batch_size and not stop.is_set():
-            now = time.monotonic()
-            limit = min(deadline, flush_at) if flush_at is not None else min(deadline, now + 0.5)
-            if now >= limit:
+        """Up to ``batch_size`` frames, waiting at most ``flush_interval_s`` after the first one.
+
+        After the first frame the relay sleeps until the flush time or a full batch, whichever
+        comes first, and takes what arrived in one call: not a wake-up per frame.
+        """
+        first = min(deadline, time.monotonic() + 0.5) - time.monotonic()
+        items = self._inbox.take(self.settings.batch_size, max(0.0, first))
+        if not items:
+            return [], False
+        flush_at = min(deadline, time.monotonic() + self.settings.flush_interval_s)
+        while items[-1] is not DISCONNECTED and len(items) < self.settings.batch_size and not stop.is_set():
+            remaining = flush_at - time.monotonic()
+            if remaining <= 0:
                 break
-            try:
-                item = self._inbox.frames.get(timeout=limit - now)
-            except queue_mod.Empty:
-                if flush_at is not None or now >= deadline:
-                    break
-                if not frames:
-                    return frames, False
-                continue
-            if item is DISCONNECTED:
-                # Frames received on a dead connection cannot be acked; the broker redelivers them.
-                return [], True
-            assert isinstance(item, stomp.utils.Frame)
-            frames.append(item)
-            if flush_at is None:
-                flush_at = time.monotonic() + self.settings.flush_interval_s
-        return frames, False
+            wanted = self.settings.batch_size - len(items)
+            # Woken early by a stop only at the flush time: a batch is at most flush_interval_s late.
+            items += self._inbox.take(wanted, remaining, at_least=wanted)
+        if items[-1] is DISCONNECTED:
+            # Frames received on a dead connection cannot be acked; the broker redelivers them.
+            return [], True
+        return items, False  # type: ignore[return-value]
 
     def _relay_batch(
         self, frames: list[stomp.utils.Frame], report: RelayReport, *, hold_newest: bool

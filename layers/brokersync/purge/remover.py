@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import queue as queue_mod
 import time
 from dataclasses import dataclass, field
 
@@ -319,9 +318,8 @@ class SelectorRemover:
 
     @staticmethod
     def _next(inbox: FrameInbox, wait: float) -> stomp.utils.Frame | None:
-        try:
-            item = inbox.frames.get(timeout=wait) if wait > 0 else inbox.frames.get_nowait()
-        except queue_mod.Empty:
+        item = inbox.get(max(0.0, wait))
+        if item is None:
             return None
         if item is DISCONNECTED:
             raise BrokerUnavailableError("the DR broker dropped the purge connection")

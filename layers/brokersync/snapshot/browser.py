@@ -11,7 +11,6 @@ exactly that many is reported as possibly truncated rather than passed off as co
 
 from __future__ import annotations
 
-import queue as queue_mod
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -92,12 +91,11 @@ class QueueBrowser:
         try:
             connection.subscribe(f"/queue/{queue.name}", id="snapshot", ack="auto", headers=headers)
             while True:
-                try:
-                    item = inbox.frames.get(timeout=self.idle_timeout_s)
-                except queue_mod.Empty as e:
+                item = inbox.get(self.idle_timeout_s)
+                if item is None:
                     raise BrokerUnavailableError(
                         f"browsing {queue.name}: no frame for {self.idle_timeout_s:.0f}s and no end of browse"
-                    ) from e
+                    )
                 if item is DISCONNECTED:
                     raise BrokerUnavailableError(f"browsing {queue.name}: the broker closed the connection")
                 frame: stomp.utils.Frame = item  # type: ignore[assignment]

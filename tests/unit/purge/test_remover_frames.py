@@ -294,7 +294,7 @@ def test_the_inbox_reports_a_dropped_connection_in_order() -> None:
     inbox = FrameInbox()
     inbox.on_disconnected()
 
-    assert inbox.frames.get_nowait() is DISCONNECTED
+    assert inbox.get(0) is DISCONNECTED
 
 
 @pytest.mark.parametrize("bad", ["x') OR (1=1", "ID:app-1-1795340000000-1:1:-1:1:1\n"])
