@@ -83,8 +83,11 @@ BODY = "x" * 1024
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": REGION}
-#: Seconds of traffic before any measurement on a fresh pair: the JVMs' JIT and the bridges settle.
-WARM_UP_S = 15.0
+#: Seconds of traffic at the step's rate before any measurement on a fresh pair, so that the JVMs
+#: have compiled their hot paths. 15 s left the first step measuring a primary broker still
+#: compiling: 0.48-0.51 CPU-s per 1,000 at 0 deep against 0.34-0.38 in the later steps of the
+#: same run, and a lag p99 over 1 s only there (decision 0022 found the same in the drills).
+WARM_UP_S = 60.0
 #: A step ends this long after its last message at the latest (all consumed, all purged).
 DRAIN_TIMEOUT_S = 90.0
 #: A folder: the relay and the purge write a cProfile of each step there (see ``profiled``).
@@ -503,8 +506,9 @@ class Pair:
         }
 
 
-def warm_up(pair: Pair, rate: float, *, sync: bool) -> None:
-    pair.step(rate, WARM_UP_S, sync=sync)
+def warm_up(pair: Pair, rate: float, seconds: float, *, sync: bool) -> None:
+    if seconds > 0:
+        pair.step(rate, seconds, sync=sync)
 
 
 def progress(line: str) -> None:
@@ -521,13 +525,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "message_bytes": len(BODY),
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
+        "warm_up_s": args.warm_up,
     }
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
         Pair("mirror", Path(state) / "mirror", args.dr_memory_mb) as pair,
     ):
         progress("baseline pair up: warm-up")
-        warm_up(pair, args.rate, sync=False)
+        warm_up(pair, args.rate, args.warm_up, sync=False)
         pair.drain_floor()  # the warm-up's copies
         progress("baseline step (mirror: copy only)")
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
@@ -538,7 +543,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
     ):
         progress("sync pair up: warm-up")
-        warm_up(pair, args.rate, sync=True)
+        warm_up(pair, args.rate, args.warm_up, sync=True)
         steps = {}
         for deep in depths:
             progress(f"backlog of {deep:,} on DR")
@@ -607,6 +612,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=1000.0, help="messages per second in every cost step (1000)")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each cost step (60)")
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=WARM_UP_S,
+        help=f"seconds of traffic at the step's rate on each fresh pair before measuring ({WARM_UP_S:g})",
+    )
     parser.add_argument("--depths", default="0,10000,50000", help="DR backlogs measured (0,10000,50000)")
     parser.add_argument(
         "--dr-memory-mb",
