@@ -66,7 +66,7 @@ class FrameInbox(stomp.ConnectionListener):
             self._wanted = wanted
             self._ready.clear()
             deadline = time.monotonic() + timeout_s
-            while len(self._items) < wanted and DISCONNECTED not in self._tail():
+            while len(self._items) < wanted and not self._dropped():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._ready.wait(remaining):
                     break
@@ -85,6 +85,6 @@ class FrameInbox(stomp.ConnectionListener):
         taken = self.take(1, timeout_s)
         return taken[0] if taken else None
 
-    def _tail(self) -> tuple[object, ...]:
-        """The newest item, if any: a drop is always the last thing the listener queues."""
-        return (self._items[-1],) if self._items else ()
+    def _dropped(self) -> bool:
+        """Whether a drop is queued: it is always the last thing the listener queues."""
+        return bool(self._items) and self._items[-1] is DISCONNECTED

@@ -318,7 +318,7 @@ class SelectorRemover:
 
     @staticmethod
     def _next(inbox: FrameInbox, wait: float) -> stomp.utils.Frame | None:
-        item = inbox.get(max(0.0, wait))
+        item = inbox.get(wait)
         if item is None:
             return None
         if item is DISCONNECTED:
