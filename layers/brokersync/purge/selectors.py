@@ -65,3 +65,25 @@ def selector_batches(
     if current:
         batches.append((current, selector_for(current, kind)))
     return batches
+
+
+def split_off_partial(
+    keys: Sequence[str], kind: SyncKey, *, max_line_bytes: int = MAX_HEADER_LINE_BYTES
+) -> tuple[list[str], list[str]]:
+    """``keys`` as ``(whole, partial)``: the keys that fill whole selectors, then those of a last
+    selector that still has room for another key as long as its longest.
+
+    Why: on a deep DR queue every purge subscription costs the broker a pass over the whole
+    backlog, whatever its selector holds (decision 0024), so a selector a sixth full costs as
+    much as a full one. The caller may keep ``partial`` for its next round, when more keys
+    fill it. Raises ``InvalidKeyError`` as :func:`selector_batches` does.
+    """
+    batches = selector_batches(keys, kind, max_line_bytes=max_line_bytes)
+    if not batches:
+        return [], []
+    last, selector = batches[-1]
+    line = len(_HEADER_NAME) + stomp_escaped_length(selector) + 1
+    longest = max(stomp_escaped_length(_literal(k)) for k in last)
+    if line + 1 + longest > max_line_bytes:  # +1: the comma before one more key
+        return [k for batch, _ in batches for k in batch], []
+    return [k for batch, _ in batches[:-1] for k in batch], list(last)

@@ -29,14 +29,20 @@ from datetime import timedelta
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
+from brokersync.keys import InvalidKeyError
 from brokersync.ledger.base import LedgerStore, PendingKey
 from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
+from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, split_off_partial
 from brokersync.topology import Topology
 
 logger = logging.getLogger(__name__)
+
+#: A run with less time than this left sends every key: a key held now would wait for the next
+#: invocation, a Step Functions transition later, and that invocation's service could hold it again.
+HOLD_NEEDS_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,12 @@ class PurgeSettings:
     #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
     #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
     retry_not_found_s: float = 2.0
+    #: A round of the purge loop leaves out its last selector when that selector is only partly
+    #: filled and every key in it was consumed less than this long ago; the next round sends
+    #: those keys first, in a fuller selector. Each subscription costs the DR broker a pass over
+    #: its whole backlog however few ids it names (decision 0024). A key is held once at most,
+    #: so this bounds the delay a key can get. 0 sends every round's keys at once.
+    hold_partial_s: float = 0.3
 
 
 @dataclass
@@ -62,6 +74,8 @@ class QueueReport:
     missing: int = 0
     pending: int = 0
     oldest_pending_age_ms: int | None = None
+    #: Pending keys this round left for the next one, to fill a selector (``hold_partial_s``).
+    held: int = 0
 
 
 @dataclass
@@ -137,6 +151,11 @@ class PurgeService:
         #: invocation's first round spends its batch on the keys the last one could not find
         #: (copies lost with a region, waiting for the missing cutoff) instead of newer ones.
         self._waiting: dict[str, dict[str, float]] = waiting if waiting is not None else {}
+        #: Per queue, the message ids the last round held back (``hold_partial_s``): never held twice.
+        self._held: dict[str, set[str]] = {}
+        #: The longest selector line the remover sends: where a selector is full.
+        remover_settings = getattr(remover, "settings", None)
+        self._selector_bytes: int = getattr(remover_settings, "selector_bytes", MAX_HEADER_LINE_BYTES)
         #: None without the primary's counters: then nothing is ever given up on as missing.
         self.copy_path = (
             CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
@@ -161,25 +180,36 @@ class PurgeService:
         ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
         removed nothing (a failback's catch-up: what is still pending is not on the broker now).
         ``stop`` (the role record moved on) ends the run after the round in progress.
+        A round may hold back a partly filled last selector for the next round
+        (``hold_partial_s``), except in a catch-up (``stop_when_stalled``) and near the end.
         """
         report = PurgeReport()
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline and not (stop and stop.is_set()):
-            progress = 0
+            progress = held = 0
+            hold = not stop_when_stalled and deadline - time.monotonic() > HOLD_NEEDS_S
             if self.late_copies is not None and self.late_copies.due():
                 progress += self.late_copies.sweep(
                     self.ledger, self.remover, self.topology, self.metrics, deadline=hard_deadline
                 )
             for queue in (q for q in self.topology.queues if q.captures_consumed):
-                result = self.purge_queue(queue.name, deadline=hard_deadline)
+                result = self.purge_queue(queue.name, deadline=hard_deadline, hold=hold)
                 summary = report.queues.setdefault(queue.name, QueueReport())
                 summary.purged += result.purged
                 summary.missing += result.missing
                 summary.pending = result.pending
                 summary.oldest_pending_age_ms = result.oldest_pending_age_ms
                 progress += result.purged + result.missing
+                held += result.held
             report.rounds += 1
-            if progress == 0:
+            if progress == 0 and held:
+                # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
+                pause = min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 3)
+                if stop is not None:
+                    stop.wait(pause)
+                else:
+                    time.sleep(pause)
+            elif progress == 0:
                 self.emit_depths()
                 if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
@@ -190,8 +220,12 @@ class PurgeService:
                     time.sleep(pause)
         return report
 
-    def purge_queue(self, queue: str, *, deadline: float | None = None) -> QueueReport:
-        """One round for one queue; ``deadline`` (monotonic seconds) is when its removal must have stopped."""
+    def purge_queue(self, queue: str, *, deadline: float | None = None, hold: bool = False) -> QueueReport:
+        """One round for one queue; ``deadline`` (monotonic seconds) is when its removal must have stopped.
+
+        ``hold`` lets the round leave a partly filled last selector of young keys for the next
+        round (``PurgeSettings.hold_partial_s``).
+        """
         result = QueueReport()
         waiting = self._waiting.setdefault(queue, {})
         pending = self.ledger.pending(queue, limit=self.settings.batch_keys + len(waiting))
@@ -211,6 +245,7 @@ class PurgeService:
             )
             pending = [p for p in pending if p.message_id is not None]
         candidates = _candidates(pending, waiting, started, self.settings.batch_keys)
+        candidates, held = self._hold_partial(queue, candidates, pending) if hold else (candidates, [])
         removal = self.remover.remove(queue, candidates, deadline=deadline) if candidates else None
         removed = set(removal.removed) if removal else set()
         retry_at = time.monotonic() + self.settings.retry_not_found_s
@@ -237,6 +272,7 @@ class PurgeService:
         given_up = {id(p) for p in missing}
         still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
         result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
+        result.held = len(held)
         result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
         self.metrics.add_metric("Purged", "Count", len(purged))
         self.metrics.add_metric("Missing", "Count", len(missing))
@@ -245,6 +281,32 @@ class PurgeService:
         if result.oldest_pending_age_ms is not None:
             self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
         return result
+
+    def _hold_partial(
+        self, queue: str, candidates: list[str], pending: list[PendingKey]
+    ) -> tuple[list[str], list[str]]:
+        """``candidates`` as ``(send, held)``: ``held`` is a partly filled last selector for the next round, or empty.
+
+        Held only when every key in it was consumed less than ``hold_partial_s`` ago (by this
+        process's clock; a primary whose clock runs ahead only makes keys look young, and a key
+        is never held twice) and none of it was held by the last round. Holding never removes
+        anything and never marks anything: a held key is simply pending one round longer.
+        """
+        last_held = self._held.pop(queue, set())
+        if self.settings.hold_partial_s <= 0 or not candidates:
+            return candidates, []
+        try:
+            whole, partial = split_off_partial(candidates, "message-id", max_line_bytes=self._selector_bytes)
+        except (InvalidKeyError, ValueError):  # the remover refuses the same list, with its own error
+            return candidates, []
+        if not partial or not last_held.isdisjoint(partial):
+            return candidates, []
+        wanted = set(partial)
+        oldest_ms = min(p.consumed_at_ms for p in pending if p.message_id in wanted)
+        if oldest_ms < self.clock() * 1000 - self.settings.hold_partial_s * 1000:
+            return candidates, []
+        self._held[queue] = wanted
+        return whole, partial
 
     def _give_up(self, queue: str, unfound: list[PendingKey], now_ms: int) -> list[PendingKey]:
         """Mark missing the keys not found whose copy can no longer arrive (see the module doc)."""

@@ -12,6 +12,7 @@ from brokersync.purge.selectors import (
     MAX_HEADER_LINE_BYTES,
     selector_batches,
     selector_for,
+    split_off_partial,
     stomp_escaped_length,
 )
 
@@ -75,3 +76,42 @@ def test_batches_cover_every_key_exactly_once_within_the_limit(ids: list[int], l
     flat = [k for batch, _ in batches for k in batch]
     assert flat == list(dict.fromkeys(keys))
     assert all(_line_bytes(s) <= limit for _, s in batches)
+
+
+def test_a_last_selector_with_room_for_another_key_is_split_off() -> None:
+    keys = _ulids(353)
+
+    assert split_off_partial(keys, "correlation-id") == (keys[:352], keys[352:])
+
+
+def test_keys_that_fill_their_selectors_exactly_leave_nothing_partial() -> None:
+    keys = _ulids(704)
+
+    assert split_off_partial(keys, "correlation-id") == (keys, [])
+
+
+def test_keys_that_fill_no_selector_are_all_partial() -> None:
+    keys = _ulids(100)
+
+    assert split_off_partial(keys, "correlation-id") == ([], keys)
+
+
+def test_splitting_refuses_an_invalid_key_as_batching_does() -> None:
+    with pytest.raises(InvalidKeyError):
+        split_off_partial([*_ulids(3), "x') OR (1=1"], "correlation-id")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**6), max_size=1500), st.integers(2_000, 10_240))
+def test_the_whole_part_is_whole_selectors_and_the_partial_one_has_room(ids: list[int], limit: int) -> None:
+    keys = [MESSAGE_ID.format(i) for i in ids]
+
+    whole, partial = split_off_partial(keys, "message-id", max_line_bytes=limit)
+
+    assert whole + partial == list(dict.fromkeys(keys))
+    whole_batches = selector_batches(whole, "message-id", max_line_bytes=limit)
+    assert [k for batch, _ in whole_batches for k in batch] == whole
+    longest = max((stomp_escaped_length(f"'{k}'") for k in keys), default=0)
+    assert all(_line_bytes(s) + 1 + longest > limit for _, s in whole_batches)
+    if partial:
+        [(_, selector)] = selector_batches(partial, "message-id", max_line_bytes=limit)
+        assert _line_bytes(selector) + 1 + longest <= limit

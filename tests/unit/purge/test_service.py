@@ -386,3 +386,94 @@ def test_what_the_sweep_removed_is_remembered_until_the_ledger_has_marked_it(top
 
 def _unavailable(*_args: object) -> None:
     raise BrokerUnavailableError("ledger unavailable")
+
+
+def _young_and_selectors_worth(extra: int) -> list[LedgerEntry]:
+    """Keys consumed just now: one selector's worth of ``_message_id()`` ids and ``extra`` more."""
+    return _consumed(225 + extra)
+
+
+def test_a_round_leaves_a_partly_filled_selector_of_young_keys_to_the_next_one(topology_path: Path) -> None:
+    consumed = _young_and_selectors_worth(40)
+    dr = FakeDR({c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    result = service.purge_queue("ORDERS", hold=True)
+
+    assert 0 < result.held < 100
+    assert result.purged == len(consumed) - result.held
+    assert result.pending == result.held
+    assert dr.asked[0] == [c.message_id for c in consumed][: result.purged]
+
+
+def test_a_held_key_is_never_held_twice(topology_path: Path) -> None:
+    consumed = _consumed(30)
+    dr = FakeDR({c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    first = service.purge_queue("ORDERS", hold=True)
+    second = service.purge_queue("ORDERS", hold=True)
+
+    assert (first.held, first.purged, dr.asked) == (30, 0, [[c.message_id for c in consumed]])
+    assert (second.held, second.purged, second.pending) == (0, 30, 0)
+
+
+def test_keys_consumed_longer_ago_than_the_hold_are_sent_at_once(topology_path: Path) -> None:
+    consumed = _consumed(30, int(NOW * 1000) - 301)
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}), hold_partial_s=0.3)
+    ledger.record("ORDERS", consumed)
+
+    assert service.purge_queue("ORDERS", hold=True).purged == 30
+
+
+def test_a_zero_hold_sends_every_key(topology_path: Path) -> None:
+    consumed = _consumed(30)
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}), hold_partial_s=0)
+    ledger.record("ORDERS", consumed)
+
+    assert service.purge_queue("ORDERS", hold=True).purged == 30
+
+
+def test_a_round_called_on_its_own_holds_nothing(topology_path: Path) -> None:
+    consumed = _consumed(30)
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}))
+    ledger.record("ORDERS", consumed)
+
+    assert service.purge_queue("ORDERS").purged == 30
+
+
+def test_the_purge_loop_sends_held_keys_in_its_next_round(topology_path: Path) -> None:
+    consumed = _consumed(30)
+    dr = FakeDR({c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    report = service.run(max_seconds=5, stop_when_idle=True)
+
+    assert (report.purged, report.pending) == (30, 0)
+    assert dr.asked == [[c.message_id for c in consumed]]
+
+
+def test_a_catch_up_holds_nothing(topology_path: Path) -> None:
+    """A failback's catch-up stops at the first round that removes nothing: a held key would be left behind."""
+    consumed = _consumed(30)
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}))
+    ledger.record("ORDERS", consumed)
+
+    report = service.run(max_seconds=5, stop_when_stalled=True)
+
+    assert (report.purged, report.pending) == (30, 0)
+
+
+def test_a_run_near_its_end_holds_nothing(topology_path: Path) -> None:
+    """A key held in a run's last round would wait for the next invocation, which could hold it again."""
+    consumed = _consumed(30)
+    dr = FakeDR({c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    report = service.run(max_seconds=0.5)
+
+    assert report.purged == 30
