@@ -39,6 +39,11 @@ def selector_for(keys: Sequence[str], kind: SyncKey) -> str:
     return f"{_FIELD[kind]} IN ({','.join(_literal(k) for k in keys)})"
 
 
+def selector_line_bytes(keys: Sequence[str], kind: SyncKey) -> int:
+    """Bytes the ``selector:`` header line for ``keys`` takes on the wire, its newline included."""
+    return len(_HEADER_NAME) + stomp_escaped_length(selector_for(keys, kind)) + 1
+
+
 def selector_batches(
     keys: Iterable[str], kind: SyncKey, *, max_line_bytes: int = MAX_HEADER_LINE_BYTES
 ) -> list[tuple[list[str], str]]:
@@ -81,8 +86,8 @@ def split_off_partial(
     batches = selector_batches(keys, kind, max_line_bytes=max_line_bytes)
     if not batches:
         return [], []
-    last, selector = batches[-1]
-    line = len(_HEADER_NAME) + stomp_escaped_length(selector) + 1
+    last, _selector = batches[-1]
+    line = selector_line_bytes(last, kind)
     longest = max(stomp_escaped_length(_literal(k)) for k in last)
     if line + 1 + longest > max_line_bytes:  # +1: the comma before one more key
         return [k for batch, _ in batches for k in batch], []

@@ -35,7 +35,7 @@ from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
-from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, split_off_partial
+from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_line_bytes, split_off_partial
 from brokersync.topology import Topology
 
 logger = logging.getLogger(__name__)
@@ -60,12 +60,14 @@ class PurgeSettings:
     #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
     #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
     retry_not_found_s: float = 2.0
-    #: A round of the purge loop leaves out its last selector when that selector is only partly
-    #: filled and every key in it was consumed less than this long ago; the next round sends
-    #: those keys first, in a fuller selector. Each subscription costs the DR broker a pass over
-    #: its whole backlog however few ids it names (decision 0024). A key is held once at most,
-    #: so this bounds the delay a key can get. 0 sends every round's keys at once.
-    hold_partial_s: float = 0.3
+    #: A round of the purge loop leaves out its last selector when that selector is filled to
+    #: less than ``hold_partial_below`` of ActiveMQ's header line and every key in it was consumed
+    #: less than ``hold_partial_s`` ago; the next round sends those keys first, in a fuller
+    #: selector. Each subscription costs the DR broker a pass over its whole backlog however few
+    #: ids it names (decision 0024). A key is held once at most, so a held key waits one round
+    #: more. ``hold_partial_s`` 0 sends every round's keys at once.
+    hold_partial_s: float = 0.6
+    hold_partial_below: float = 0.25
 
 
 @dataclass
@@ -204,7 +206,7 @@ class PurgeService:
             report.rounds += 1
             if progress == 0 and held:
                 # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
-                pause = min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 3)
+                pause = min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6)
                 if stop is not None:
                     stop.wait(pause)
                 else:
@@ -287,7 +289,9 @@ class PurgeService:
     ) -> tuple[list[str], list[str]]:
         """``candidates`` as ``(send, held)``: ``held`` is a partly filled last selector for the next round, or empty.
 
-        Held only when every key in it was consumed less than ``hold_partial_s`` ago (by this
+        Held only when it fills less than ``hold_partial_below`` of a selector (a few keys held
+        one round, to spare a whole subscription), when every key in it was consumed less than
+        ``hold_partial_s`` ago (by this
         process's clock; a primary whose clock runs ahead only makes keys look young, and a key
         is never held twice) and none of it was held by the last round. Holding never removes
         anything and never marks anything: a held key is simply pending one round longer.
@@ -300,6 +304,8 @@ class PurgeService:
         except (InvalidKeyError, ValueError):  # the remover refuses the same list, with its own error
             return candidates, []
         if not partial or not last_held.isdisjoint(partial):
+            return candidates, []
+        if selector_line_bytes(partial, "message-id") > self.settings.hold_partial_below * self._selector_bytes:
             return candidates, []
         wanted = set(partial)
         oldest_ms = min(p.consumed_at_ms for p in pending if p.message_id in wanted)

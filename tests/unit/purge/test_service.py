@@ -394,7 +394,7 @@ def _young_and_selectors_worth(extra: int) -> list[LedgerEntry]:
 
 
 def test_a_round_leaves_a_partly_filled_selector_of_young_keys_to_the_next_one(topology_path: Path) -> None:
-    consumed = _young_and_selectors_worth(40)
+    consumed = _young_and_selectors_worth(20)
     dr = FakeDR({c.message_id for c in consumed})
     service, ledger = _service(topology_path, dr)
     ledger.record("ORDERS", consumed)
@@ -420,9 +420,17 @@ def test_a_held_key_is_never_held_twice(topology_path: Path) -> None:
     assert (second.held, second.purged, second.pending) == (0, 30, 0)
 
 
+def test_a_last_selector_filled_beyond_the_hold_fraction_is_sent_at_once(topology_path: Path) -> None:
+    consumed = _consumed(100)  # about half a selector of these ids
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}), hold_partial_below=0.25)
+    ledger.record("ORDERS", consumed)
+
+    assert service.purge_queue("ORDERS", hold=True).purged == 100
+
+
 def test_keys_consumed_longer_ago_than_the_hold_are_sent_at_once(topology_path: Path) -> None:
-    consumed = _consumed(30, int(NOW * 1000) - 301)
-    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}), hold_partial_s=0.3)
+    consumed = _consumed(30, int(NOW * 1000) - 601)
+    service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}), hold_partial_s=0.6)
     ledger.record("ORDERS", consumed)
 
     assert service.purge_queue("ORDERS", hold=True).purged == 30
