@@ -62,12 +62,12 @@ class PurgeSettings:
     retry_not_found_s: float = 2.0
     #: A round of the purge loop leaves out its last selector when that selector is filled to
     #: less than ``hold_partial_below`` of ActiveMQ's header line and every key in it was consumed
-    #: less than ``hold_partial_s`` ago; the next round sends those keys first, in a fuller
-    #: selector. Each subscription costs the DR broker a pass over its whole backlog however few
-    #: ids it names (decision 0024). A key is held once at most, so a held key waits one round
-    #: more. ``hold_partial_s`` 0 sends every round's keys at once.
+    #: less than ``hold_partial_s`` ago; a later round sends those keys first, with newer ones, in
+    #: a fuller selector. Each subscription costs the DR broker a pass over its whole backlog
+    #: however few ids it names (decision 0024). No key is held for longer than
+    #: ``hold_partial_s``. ``hold_partial_s`` 0 sends every round's keys at once.
     hold_partial_s: float = 0.6
-    hold_partial_below: float = 0.25
+    hold_partial_below: float = 0.5
 
 
 @dataclass
@@ -153,8 +153,9 @@ class PurgeService:
         #: invocation's first round spends its batch on the keys the last one could not find
         #: (copies lost with a region, waiting for the missing cutoff) instead of newer ones.
         self._waiting: dict[str, dict[str, float]] = waiting if waiting is not None else {}
-        #: Per queue, the message ids the last round held back (``hold_partial_s``): never held twice.
-        self._held: dict[str, set[str]] = {}
+        #: Per queue, the message ids the last round held back (``hold_partial_s``) -> when
+        #: (``time.monotonic()``) each was first held: a key is held for that long at most.
+        self._held: dict[str, dict[str, float]] = {}
         #: The longest selector line the remover sends: where a selector is full.
         remover_settings = getattr(remover, "settings", None)
         self._selector_bytes: int = getattr(remover_settings, "selector_bytes", MAX_HEADER_LINE_BYTES)
@@ -287,32 +288,39 @@ class PurgeService:
     def _hold_partial(
         self, queue: str, candidates: list[str], pending: list[PendingKey]
     ) -> tuple[list[str], list[str]]:
-        """``candidates`` as ``(send, held)``: ``held`` is a partly filled last selector for the next round, or empty.
+        """``candidates`` as ``(send, held)``: ``held`` is a partly filled last selector for a later round, or empty.
 
-        Held only when it fills less than ``hold_partial_below`` of a selector (a few keys held
-        one round, to spare a whole subscription), when every key in it was consumed less than
-        ``hold_partial_s`` ago (by this
-        process's clock; a primary whose clock runs ahead only makes keys look young, and a key
-        is never held twice) and none of it was held by the last round. Holding never removes
-        anything and never marks anything: a held key is simply pending one round longer.
+        The relay writes keys in batches, so the round after a hold often finds only the held
+        keys: they are held again until newer keys join them, within two bounds measured by
+        this process's clock. Nothing is held that was consumed more than ``hold_partial_s``
+        ago, nor once it was first held that long ago: a primary whose clock runs ahead only
+        makes keys look young, and the second bound still ends their wait. Only a selector
+        filled under ``hold_partial_below`` is held, so few keys wait. Holding never removes
+        and never marks anything: a held key is simply pending a little longer.
         """
-        last_held = self._held.pop(queue, set())
+        last_held = self._held.pop(queue, {})
         if self.settings.hold_partial_s <= 0 or not candidates:
             return candidates, []
         try:
             whole, partial = split_off_partial(candidates, "message-id", max_line_bytes=self._selector_bytes)
         except (InvalidKeyError, ValueError):  # the remover refuses the same list, with its own error
             return candidates, []
-        if not partial or not last_held.isdisjoint(partial):
-            return candidates, []
+        now = time.monotonic()
+        first_held = {k: last_held.get(k, now) for k in partial}
+        if partial and self._may_hold(partial, first_held, pending, now):
+            self._held[queue] = first_held
+            return whole, partial
+        return candidates, []
+
+    def _may_hold(self, partial: list[str], first: dict[str, float], pending: list[PendingKey], now: float) -> bool:
+        """The bounds of ``_hold_partial``: few keys, none consumed nor first held too long ago."""
         if selector_line_bytes(partial, "message-id") > self.settings.hold_partial_below * self._selector_bytes:
-            return candidates, []
+            return False
+        if min(first.values()) < now - self.settings.hold_partial_s:
+            return False
         wanted = set(partial)
         oldest_ms = min(p.consumed_at_ms for p in pending if p.message_id in wanted)
-        if oldest_ms < self.clock() * 1000 - self.settings.hold_partial_s * 1000:
-            return candidates, []
-        self._held[queue] = wanted
-        return whole, partial
+        return oldest_ms >= self.clock() * 1000 - self.settings.hold_partial_s * 1000
 
     def _give_up(self, queue: str, unfound: list[PendingKey], now_ms: int) -> list[PendingKey]:
         """Mark missing the keys not found whose copy can no longer arrive (see the module doc)."""
