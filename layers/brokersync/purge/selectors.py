@@ -80,7 +80,7 @@ def split_off_partial(
 
     Why: on a deep DR queue every purge subscription costs the broker a pass over the whole
     backlog, whatever its selector holds (decision 0024), so a selector a sixth full costs as
-    much as a full one. The caller may keep ``partial`` for its next round, when more keys
+    much as a full one. The caller may keep ``partial`` for a later round, when more keys
     fill it. Raises ``InvalidKeyError`` as :func:`selector_batches` does.
     """
     batches = selector_batches(keys, kind, max_line_bytes=max_line_bytes)

@@ -76,7 +76,7 @@ class QueueReport:
     missing: int = 0
     pending: int = 0
     oldest_pending_age_ms: int | None = None
-    #: Pending keys this round left for the next one, to fill a selector (``hold_partial_s``).
+    #: Pending keys this round left for a later one, to fill a selector (``hold_partial_s``).
     held: int = 0
 
 
@@ -183,7 +183,7 @@ class PurgeService:
         ``stop_when_idle`` returns once nothing is pending; ``stop_when_stalled`` once a round
         removed nothing (a failback's catch-up: what is still pending is not on the broker now).
         ``stop`` (the role record moved on) ends the run after the round in progress.
-        A round may hold back a partly filled last selector for the next round
+        A round may hold back a partly filled last selector for a later round
         (``hold_partial_s``), except in a catch-up (``stop_when_stalled``) and near the end.
         """
         report = PurgeReport()
@@ -226,7 +226,7 @@ class PurgeService:
     def purge_queue(self, queue: str, *, deadline: float | None = None, hold: bool = False) -> QueueReport:
         """One round for one queue; ``deadline`` (monotonic seconds) is when its removal must have stopped.
 
-        ``hold`` lets the round leave a partly filled last selector of young keys for the next
+        ``hold`` lets the round leave a partly filled last selector of young keys for a later
         round (``PurgeSettings.hold_partial_s``).
         """
         result = QueueReport()
