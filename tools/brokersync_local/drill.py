@@ -217,7 +217,26 @@ class Drill:
                     )
                 return json.loads(described.get("output") or "{}")
             time.sleep(0.25)
-        raise LocalWorldError(f"{machine} did not finish within {self.settings.execution_timeout_s:.0f}s")
+        raise LocalWorldError(
+            f"{machine} did not finish within {self.settings.execution_timeout_s:.0f}s; {self._last_steps(arn)}"
+        )
+
+    def _last_steps(self, arn: str, count: int = 6) -> str:
+        """The execution's last states and task outputs: where a hung transition waits, kept in the error
+        because the drill's world (and its history) is destroyed with it."""
+        try:
+            events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        except Exception as e:  # a diagnostic must never hide the timeout it explains
+            return f"history unreadable: {e!r}"
+        steps = []
+        for event in sorted(events, key=lambda e: e.get("id", 0), reverse=True):  # moto ignores reverseOrder
+            details = event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails")
+            if details:
+                output = str(details.get("output") or details.get("input") or "")[-400:]  # the newest result last
+                steps.append(f"{event['type']} {details.get('name')}: {output}")
+            if len(steps) >= count:
+                break
+        return "last steps, newest first: " + " | ".join(steps) if steps else "no state entered"
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
