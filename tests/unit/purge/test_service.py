@@ -394,11 +394,17 @@ def _young_and_selectors_worth(extra: int) -> list[LedgerEntry]:
     return _consumed(225 + extra)
 
 
+def _holding(topology_path: Path, consumed: list[LedgerEntry], **settings: object) -> tuple[PurgeService, FakeDR]:
+    """A service whose DR holds every consumed copy, with ``consumed`` recorded and the hold set (default 0.6 s)."""
+    dr = FakeDR({c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr, **({"hold_partial_s": 0.6} | settings))
+    ledger.record("ORDERS", consumed)
+    return service, dr
+
+
 def test_a_round_leaves_a_partly_filled_selector_of_young_keys_to_the_next_one(topology_path: Path) -> None:
     consumed = _young_and_selectors_worth(20)
-    dr = FakeDR({c.message_id for c in consumed})
-    service, ledger = _service(topology_path, dr, hold_partial_s=0.6)
-    ledger.record("ORDERS", consumed)
+    service, dr = _holding(topology_path, consumed)
 
     result = service.purge_queue("ORDERS", hold=True)
 
@@ -425,10 +431,7 @@ def test_held_keys_wait_for_newer_ones_and_go_first_with_them(topology_path: Pat
 
 
 def test_no_key_is_held_longer_than_the_hold(topology_path: Path) -> None:
-    consumed = _consumed(30)
-    dr = FakeDR({c.message_id for c in consumed})
-    service, ledger = _service(topology_path, dr, hold_partial_s=0.05)
-    ledger.record("ORDERS", consumed)
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0.05)
 
     first = service.purge_queue("ORDERS", hold=True)
     time.sleep(0.06)
