@@ -124,6 +124,14 @@ def _candidates(pending: list[PendingKey], waiting: dict[str, float], now: float
     return taken + due[: batch - len(taken)]
 
 
+def _pause(seconds: float, stop: threading.Event | None) -> None:
+    """Sleep between rounds, cut short when ``stop`` is set (the role record moved on)."""
+    if stop is not None:
+        stop.wait(seconds)
+    else:
+        time.sleep(seconds)
+
+
 class PurgeService:
     def __init__(
         self,
@@ -208,20 +216,12 @@ class PurgeService:
             report.rounds += 1
             if progress == 0 and held:
                 # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
-                pause = min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6)
-                if stop is not None:
-                    stop.wait(pause)
-                else:
-                    time.sleep(pause)
+                _pause(min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6), stop)
             elif progress == 0:
                 self.emit_depths()
                 if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
-                pause = min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic()))
-                if stop is not None:
-                    stop.wait(pause)
-                else:
-                    time.sleep(pause)
+                _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
         return report
 
     def purge_queue(self, queue: str, *, deadline: float | None = None, hold: bool = False) -> QueueReport:
