@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import boto3
@@ -74,6 +74,27 @@ def role_region_from_env(env: Mapping[str, str] | None = None) -> str | None:
 def ledger_from_env(env: Mapping[str, str] | None = None) -> Ledger:
     table, region, host = _table_location(env if env is not None else os.environ)
     return dynamodb_ledger(table, region=region, host=host)
+
+
+def ledger_replicas(env: Mapping[str, str] | None = None) -> Callable[[str], Ledger | None]:
+    """The ledger in another region's replica, read with a peer's short timeouts; None for this region's own.
+
+    A switchover's drain reads where the old primary's relay wrote (``drain_figures``). One
+    stack playing every role (``*``) has one replica for both.
+    """
+    env = env if env is not None else os.environ
+    table, own, host = _table_location(env)
+    every_role = role_region_from_env(env) is None
+    opened: dict[str, Ledger] = {}
+
+    def replica(region: str) -> Ledger | None:
+        if every_role or region == own:
+            return None
+        if region not in opened:
+            opened[region] = dynamodb_ledger(table, region=region, host=host, peer=True)
+        return opened[region]
+
+    return replica
 
 
 def control_records(env: Mapping[str, str] | None = None) -> ControlRecords:
@@ -160,4 +181,5 @@ def failover_environment(
         remover=lambda broker: SelectorRemover(broker_connector(broker)),
         metrics=metrics,
         event_bus=env.get(ENV_EVENT_BUS) or "default",
+        ledger_in=ledger_replicas(env),
     )

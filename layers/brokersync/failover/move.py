@@ -33,7 +33,7 @@ from typing import Any
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
-from brokersync.failover.steps import FailoverEnvironment
+from brokersync.failover.steps import FailoverEnvironment, pending_in_region
 from brokersync.purge.selectors import selector_batches
 from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
@@ -150,6 +150,36 @@ def messages_on(connector: StompConnector, queue: Queue, message_ids: list[str])
 MessagesOn = Callable[[Broker, Queue, list[str]], set[str]]
 
 
+def _still_waiting(
+    ctx: MoveContext,
+    unreadable: str,
+    consumers: dict[str, int],
+    unrelayed: dict[str, int],
+    pending: dict[str, int],
+    source_pending: dict[str, int],
+) -> list[str]:
+    """What a move that timed out still waits for, in words an operator can act on."""
+    waits = []
+    if unreadable:
+        waits.append(
+            f"{ctx.source} cannot be read ({unreadable}); if its region is lost, start the move again "
+            "with oldSideLost (brokersync move-queue --old-side-lost)"
+        )
+    for name in ctx.queues:
+        if consumers[name]:
+            waits.append(f"{consumers[name]} application consumer(s) still on {name} at {ctx.source}")
+        if unrelayed[name]:
+            waits.append(f"{unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
+        if pending[name]:
+            waits.append(f"{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
+        elif source_pending.get(name):
+            waits.append(
+                f"{source_pending[name]} consumed keys of {name} still pending in the ledger replica "
+                f"of {ctx.source}'s region (replication between the regions is behind)"
+            )
+    return waits
+
+
 class QueueMove:
     def __init__(self, env: FailoverEnvironment, messages_on_broker: MessagesOn | None = None) -> None:
         self.env = env
@@ -200,7 +230,16 @@ class QueueMove:
                 captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
                 unrelayed[name] = max(0, queue.dequeue_count - captured)
             advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
-        left = sum(consumers.values()) + sum(unrelayed.values()) + sum(pending.values())
+        # Where the old side's relay wrote the keys: this region's replica may not have them yet
+        # (asynchronous replication, no order across items: the audit's captured count can
+        # arrive before the keys it counts). A lost side's replica is not read.
+        at_source = None
+        if not ctx.old_side_lost:
+            at_source = pending_in_region(self.env.ledger_in, self._broker(ctx.source).region, ctx.queues)
+        source_pending = at_source.pending if at_source else {}
+        if at_source and at_source.unreadable and not unreadable:
+            unreadable = f"its region's ledger replica: {at_source.unreadable}"
+        left = sum(consumers.values()) + sum(unrelayed.values()) + sum(pending.values()) + sum(source_pending.values())
         ready = left == 0 and not unreadable
         figures = {
             "ready": ready,
@@ -208,25 +247,14 @@ class QueueMove:
             "departuresNotRelayed": sum(unrelayed.values()),
             "advisoriesWaiting": advisories,
             "pendingPurge": sum(pending.values()),
+            "pendingPurgeInSourceRegion": sum(source_pending.values()),
             "pendingWithLostSide": with_lost_side,
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,
         }
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
-            waits = []
-            if unreadable:
-                waits.append(
-                    f"{ctx.source} cannot be read ({unreadable}); if its region is lost, start the move again "
-                    "with oldSideLost (brokersync move-queue --old-side-lost)"
-                )
-            for name in ctx.queues:
-                if consumers[name]:
-                    waits.append(f"{consumers[name]} application consumer(s) still on {name} at {ctx.source}")
-                if unrelayed[name]:
-                    waits.append(f"{unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
-                if pending[name]:
-                    waits.append(f"{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
+            waits = _still_waiting(ctx, unreadable, consumers, unrelayed, pending, source_pending)
             raise MoveNotReadyError(
                 f"{', '.join(ctx.queues)} still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
             )

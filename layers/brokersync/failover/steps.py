@@ -28,6 +28,7 @@ from brokersync.failover.errors import FailoverRequestError, SwitchoverRefusedEr
 from brokersync.failover.sync_control import SyncControl
 from brokersync.ledger.base import LedgerStore
 from brokersync.ledger.control import ControlRecords
+from brokersync.ledger.exceptions import LedgerError
 from brokersync.metrics import MetricsSink, NullMetrics
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
@@ -136,25 +137,78 @@ def drain_queues(topology: Topology) -> list[str]:
     return [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
 
 
-def drain_figures(topology: Topology, stats: dict[str, Any], pending: dict[str, int]) -> dict[str, Any]:
+def drain_figures(
+    topology: Topology,
+    stats: dict[str, Any],
+    pending: dict[str, int],
+    at_source: SourceReplica | None = None,
+) -> dict[str, Any]:
     """What a switchover still waits for, from the old primary's queue statistics and the pending purge.
 
     Drained means: no application consumer on a synced queue of the old primary, no copy
     waiting in its ``Q.DR`` outflow, no consumed advisory waiting to be relayed, and no key
     pending purge. Only then can the roles swap with zero loss and zero duplicates.
+
+    ``pending`` is read in this region's replica of the ledger, where the purge marks keys;
+    ``at_source`` in the old primary's region's replica, where the relay wrote them. The
+    replicas are asynchronous: a key relayed in the last second may not have reached this
+    region yet, and a drain that read only here would swap the roles with that key's copy
+    still on the new primary (a duplicate) and the key pending for good (the next drain's
+    wait). A key is resolved in the old primary's replica only once this region's mark has
+    replicated back, so both at zero means every relayed key was purged.
     """
     synced = [q for q in topology.queues if q.captures_consumed]
     outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
     consumers = {q.name: stats[q.name].consumer_count for q in synced}
     advisories = stats[CONSUMED_QUEUE].size
+    source_pending = at_source.pending if at_source else {}
+    unreadable = at_source.unreadable if at_source else None
     drained = not any(outflow.values()) and not any(consumers.values()) and not any(pending.values())
-    return {
+    drained = drained and not any(source_pending.values()) and not unreadable
+    figures = {
         "drained": drained and advisories == 0,
         "outflow": outflow,
         "consumers": consumers,
         "pendingPurge": pending,
         "advisoriesWaiting": advisories,
     }
+    if at_source:
+        figures["pendingPurgeInSourceRegion"] = source_pending
+        figures["sourceRegionLedgerUnreadable"] = unreadable
+    return figures
+
+
+@dataclass(frozen=True)
+class SourceReplica:
+    """The pending purge as the old side's region's replica of the ledger has it (see drain_figures)."""
+
+    region: str
+    pending: dict[str, int]
+    #: Why that replica could not be read; the drain waits (and times out) rather than guess.
+    unreadable: str | None = None
+
+
+#: The ledger replica of another region, read only; None where that replica is the function's own.
+ReplicaIn = Callable[[str], LedgerStore | None]
+
+
+def own_replica_only(region: str) -> LedgerStore | None:
+    """Every region is the function's own: one stack playing both roles, or a test."""
+    return None
+
+
+def pending_in_region(replicas: ReplicaIn, region: str | None, queues: list[str]) -> SourceReplica | None:
+    """Keys pending purge per queue in ``region``'s replica (None: that replica is this one).
+
+    Read only: a write there would race the DR region's purge across replicas.
+    """
+    replica = replicas(region) if region else None
+    if replica is None:
+        return None
+    try:
+        return SourceReplica(region, {q: len(replica.pending(q, limit=1000, read_only=True)) for q in queues})
+    except LedgerError as e:
+        return SourceReplica(region, dict.fromkeys(queues, 0), unreadable=str(e))
 
 
 @dataclass
@@ -175,6 +229,8 @@ class FailoverEnvironment:
     metrics: MetricsSink = NullMetrics()  # noqa: RUF009 (stateless)
     event_bus: str = "default"
     clock: Callable[[], float] = time.time
+    #: The ledger as another region's replica has it: a drain checks where the relay wrote.
+    ledger_in: ReplicaIn = own_replica_only
 
 
 class FailoverSteps:
@@ -267,7 +323,9 @@ class FailoverSteps:
             source = ctx.source
             raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
         pending = {q.name: len(self.env.ledger.pending(q.name, limit=1000)) for q in synced}
-        figures = drain_figures(topology, stats, pending)
+        source_region = self._broker(ctx.source).region
+        at_source = pending_in_region(self.env.ledger_in, source_region, [q.name for q in synced])
+        figures = drain_figures(topology, stats, pending, at_source)
         figures["timedOut"] = not figures["drained"] and self._now_ms() > ctx.drain_deadline_ms
         return figures
 

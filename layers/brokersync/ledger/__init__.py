@@ -33,5 +33,8 @@ def memory_ledger(**options: object) -> Ledger:
     return Ledger(MemoryBackend(), **options)  # type: ignore[arg-type]
 
 
-def dynamodb_ledger(table_name: str, region: str | None = None, host: str | None = None, **options: object) -> Ledger:
-    return Ledger(DynamoDBBackend(ledger_model(table_name, region, host)), **options)  # type: ignore[arg-type]
+def dynamodb_ledger(
+    table_name: str, region: str | None = None, host: str | None = None, *, peer: bool = False, **options: object
+) -> Ledger:
+    """The ledger in ``region``'s replica of the table (``peer``: another region's, read with short timeouts)."""
+    return Ledger(DynamoDBBackend(ledger_model(table_name, region, host, peer=peer)), **options)  # type: ignore[arg-type]

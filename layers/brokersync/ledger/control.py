@@ -26,7 +26,7 @@ from pynamodb.exceptions import PutError
 from pynamodb.models import Model
 
 from brokersync.failover.errors import TransitionConflictError
-from brokersync.ledger.dynamodb import _translate
+from brokersync.ledger.dynamodb import PEER_READ, _translate
 
 #: Partition key prefix of control records in the ledger table (see ``ledger/backend.py``).
 CONTROL_PREFIX = "R#"
@@ -45,11 +45,6 @@ class ControlItem(Model):
     version = NumberAttribute()
     writer = UnicodeAttribute(null=True)
     written_at_ms = NumberAttribute(null=True)
-
-
-#: A peer region's replica is read with a short leash: that region may be the one lost, and a
-#: loop in the surviving region must not wait on it.
-PEER_READ = {"connect_timeout_seconds": 1, "read_timeout_seconds": 2, "max_retry_attempts": 0}
 
 
 def control_model(

@@ -73,9 +73,17 @@ class LedgerItem(Model):
     expires_at = TTLAttribute(null=True)
 
 
-def ledger_model(table_name: str, region: str | None = None, host: str | None = None) -> type[LedgerItem]:
-    """A model class bound to one table (and, locally, to moto's endpoint)."""
-    meta = type("Meta", (), {**LedgerItem.Meta.__dict__, "table_name": table_name, "region": region, "host": host})
+#: A peer region's replica is read with a short leash: that region may be the one lost, and a
+#: loop in the surviving region must not wait on it.
+PEER_READ = {"connect_timeout_seconds": 1, "read_timeout_seconds": 2, "max_retry_attempts": 0}
+
+
+def ledger_model(
+    table_name: str, region: str | None = None, host: str | None = None, *, peer: bool = False
+) -> type[LedgerItem]:
+    """A model class bound to one table (and, locally, to moto's endpoint); ``peer``: another region's replica."""
+    settings = {"table_name": table_name, "region": region, "host": host, **(PEER_READ if peer else {})}
+    meta = type("Meta", (), {**LedgerItem.Meta.__dict__, **settings})
     return type("BoundLedgerItem", (LedgerItem,), {"Meta": meta})
 
 

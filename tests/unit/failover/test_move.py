@@ -16,6 +16,7 @@ from brokersync.failover.steps import FailoverEnvironment
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.ledger.control import ControlRecords
+from brokersync.ledger.exceptions import LedgerUnavailableError
 from brokersync.metrics import RecordingMetrics
 from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import CONSUMED_QUEUE, Broker, load_topology
@@ -42,6 +43,11 @@ class _Broker:
 class _Lost:
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         raise BrokerUnavailableError("no STOMP endpoint of orders-use1 accepted a connection")
+
+
+class _UnreadableLedger:
+    def pending(self, queue: str, limit: int = 1000, *, read_only: bool = False) -> list[Any]:
+        raise LedgerUnavailableError("ledger unavailable (connection): timed out")
 
 
 class _Events:
@@ -309,3 +315,36 @@ def test_every_queue_consumed_on_a_lost_broker_moves_back_in_one_execution(move:
 
 def test_a_move_from_a_broker_that_consumes_nothing_on_its_own_is_done_at_once(move: QueueMove) -> None:
     assert move.plan({"from": WEST, "to": EAST}).done is True
+
+
+def _source_replica(move: QueueMove, replica: Any) -> None:
+    """The old side's region (us-east-1) reads as ``replica``; every other region is the function's own."""
+    move.env.ledger_in = lambda region: replica if region == "us-east-1" else None
+
+
+def test_the_move_waits_for_keys_the_old_sides_region_wrote_and_this_region_has_not_yet_received(
+    move: QueueMove,
+) -> None:
+    source = memory_ledger()
+    source.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
+    _source_replica(move, source)
+
+    status = move.status(move.plan({"queue": "CARTS", "to": WEST}))
+
+    assert (status["ready"], status["pendingPurge"], status["pendingPurgeInSourceRegion"]) == (False, 0, 1)
+
+
+def test_a_move_timed_out_on_replication_says_so(move: QueueMove, clock: _Clock) -> None:
+    source = memory_ledger()
+    source.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
+    _source_replica(move, source)
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
+    clock.now += 31
+    with pytest.raises(MoveNotReadyError, match="replication between the regions is behind"):
+        move.status(ctx)
+
+
+def test_the_move_waits_while_the_old_sides_ledger_replica_cannot_be_read(move: QueueMove) -> None:
+    _source_replica(move, _UnreadableLedger())
+    status = move.status(move.plan({"queue": "CARTS", "to": WEST}))
+    assert status["ready"] is False and "ledger replica" in status["oldSideUnreadable"]

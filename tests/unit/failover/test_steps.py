@@ -8,7 +8,9 @@ from typing import Any
 
 import boto3
 import pytest
+from ulid import ULID
 
+from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.errors import (
@@ -21,6 +23,7 @@ from brokersync.failover.steps import FailoverEnvironment, FailoverSteps, Transi
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.control import ControlRecords
+from brokersync.ledger.exceptions import LedgerUnavailableError
 from brokersync.render import render_configuration
 from brokersync.roles import RoleStore
 from brokersync.topology import Broker, load_topology
@@ -196,3 +199,57 @@ def test_a_failback_after_a_re_pair_rejoins_the_new_broker_the_topology_names_an
     assert (back.source, back.target) == ("orders-euw1", "orders-usw2")
     record = steps.env.roles.read()
     assert record is not None and (record.primary, record.dr) == ("orders-usw2", "orders-euw1")
+
+
+class _DrainedOldPrimary:
+    """An old primary with no consumer, no copy in its outflow and no advisory left to relay."""
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        return {name: QueueStats(name, 0, 0, 0, 0, 0, 0, 0, "ID:use1-1", "orders-use1") for name in names}
+
+
+def _switchover_waiting_on(steps: FailoverSteps, source_replica: Any) -> dict[str, Any]:
+    """The drain of a switchover off orders-use1, run in us-west-2, with us-east-1's replica as given."""
+    steps.env.statistics = lambda broker: _DrainedOldPrimary()  # type: ignore[assignment,return-value]
+    steps.env.ledger_in = lambda region: source_replica if region == "us-east-1" else None
+    return steps.drain_status(steps.plan({"mode": "SWITCHOVER"}, "exec-1"))
+
+
+def test_a_switchover_waits_for_keys_the_old_primarys_region_relayed_and_this_region_has_not_yet_received(
+    steps: FailoverSteps,
+) -> None:
+    source = memory_ledger()
+    source.record("ORDERS", [(str(ULID()), 1_795_340_000_000)])
+
+    drain = _switchover_waiting_on(steps, source)
+
+    assert (drain["drained"], drain["pendingPurge"]["ORDERS"], drain["pendingPurgeInSourceRegion"]["ORDERS"]) == (
+        False,
+        0,
+        1,
+    )
+
+
+def test_a_switchover_is_drained_once_the_purge_mark_has_replicated_back_to_the_old_primarys_region(
+    steps: FailoverSteps,
+) -> None:
+    source = memory_ledger()
+    source.record("ORDERS", [(str(ULID()), 1_795_340_000_000)])
+    source.mark_purged("ORDERS", source.pending("ORDERS"))
+
+    assert _switchover_waiting_on(steps, source)["drained"] is True
+
+
+def test_a_switchover_waits_while_the_old_primarys_ledger_replica_cannot_be_read(steps: FailoverSteps) -> None:
+    drain = _switchover_waiting_on(steps, _UnreadableLedger())
+    assert drain["drained"] is False and "timed out" in drain["sourceRegionLedgerUnreadable"]
+
+
+def test_a_pair_in_one_region_drains_on_its_own_replica_alone(steps: FailoverSteps) -> None:
+    drain = _switchover_waiting_on(steps, None)
+    assert drain["drained"] is True and "pendingPurgeInSourceRegion" not in drain
+
+
+class _UnreadableLedger:
+    def pending(self, queue: str, limit: int = 1000, *, read_only: bool = False) -> list[Any]:
+        raise LedgerUnavailableError("ledger unavailable (connection): timed out")

@@ -88,3 +88,49 @@ def test_a_function_is_granted_every_dynamodb_call_its_ledger_work_makes(
 
     assert calls - {"dynamodb:DescribeTable"}, "the work made no DynamoDB call at all"
     assert calls - {"dynamodb:DescribeTable"} <= _granted(function, project_root)
+
+
+def _peer_grants(function: str, project_root: Path) -> set[str]:
+    """The DynamoDB actions ``function`` may take on the peer region's replica of the ledger table."""
+    resource = load_template(project_root / "template.yaml")["Resources"][function]
+    actions: set[str] = set()
+    for policy in resource["Properties"].get("Policies", []):
+        for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
+            listed = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            if any("${PeerRegion}" in str(r) for r in listed):
+                granted = statement["Action"]
+                actions |= set(granted if isinstance(granted, list) else [granted])
+    return actions
+
+
+def _reads_the_role_record(function: str, project_root: Path) -> bool:
+    resource = load_template(project_root / "template.yaml")["Resources"][function]
+    return any(
+        "dynamodb:GetItem" in str(statement.get("Action")) and "R#*" in str(statement.get("Condition"))
+        for policy in resource["Properties"].get("Policies", [])
+        for statement in (policy.get("Statement", []) if isinstance(policy, dict) else [])
+    )
+
+
+def test_every_function_that_reads_the_role_record_may_read_it_in_the_peer_region_too(project_root: Path) -> None:
+    resources = load_template(project_root / "template.yaml")["Resources"]
+    readers = [
+        name
+        for name, resource in resources.items()
+        if resource["Type"] == "AWS::Serverless::Function" and _reads_the_role_record(name, project_root)
+    ]
+    assert readers, "no function reads the role record"
+    assert [name for name in readers if "dynamodb:GetItem" not in _peer_grants(name, project_root)] == []
+
+
+def test_a_switchover_may_read_the_pending_purge_in_the_old_primarys_region_and_write_nothing_there(
+    ledger: Ledger, calls: set[str], project_root: Path
+) -> None:
+    _capture(ledger)
+    calls.clear()
+
+    ledger.pending("ORDERS", read_only=True)
+
+    granted = _peer_grants("FailoverStepsFunction", project_root)
+    assert calls - {"dynamodb:DescribeTable"} <= granted
+    assert not {a for a in granted if a.endswith(("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"))}
