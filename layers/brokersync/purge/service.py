@@ -65,9 +65,8 @@ class PurgeSettings:
     #: less than ``hold_partial_s`` ago; a later round sends those keys first, with newer ones, in
     #: a fuller selector. Each subscription costs the DR broker a pass over its whole backlog
     #: however few ids it names (decision 0024). No key is held for longer than
-    #: ``hold_partial_s``. ``hold_partial_s`` 0 sends every round's keys at once: the default
-    #: until the round-trips drill's hang with 0.6 s is understood (decision 0024).
-    hold_partial_s: float = 0.0
+    #: ``hold_partial_s``. ``hold_partial_s`` 0 sends every round's keys at once.
+    hold_partial_s: float = 0.6
     hold_partial_below: float = 0.5
 
 

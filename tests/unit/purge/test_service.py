@@ -395,9 +395,9 @@ def _young_and_selectors_worth(extra: int) -> list[LedgerEntry]:
 
 
 def _holding(topology_path: Path, consumed: list[LedgerEntry], **settings: object) -> tuple[PurgeService, FakeDR]:
-    """A service whose DR holds every consumed copy, with ``consumed`` recorded and the hold set (default 0.6 s)."""
+    """A service whose DR holds every consumed copy, with ``consumed`` recorded and the hold as ``settings`` say."""
     dr = FakeDR({c.message_id for c in consumed})
-    service, ledger = _service(topology_path, dr, **({"hold_partial_s": 0.6} | settings))
+    service, ledger = _service(topology_path, dr, **settings)
     ledger.record("ORDERS", consumed)
     return service, dr
 
@@ -508,10 +508,12 @@ def test_a_run_near_its_end_holds_nothing(topology_path: Path) -> None:
     assert report.purged == 30
 
 
-def test_holding_is_off_by_default(topology_path: Path) -> None:
-    """Until the round-trips drill's hang with the hold on is understood (decision 0024)."""
+def test_holding_is_on_by_default(topology_path: Path) -> None:
+    """A few young keys wait for newer ones unless a deployment sets hold_partial_s to 0 (decision 0024)."""
     consumed = _consumed(30)
     service, ledger = _service(topology_path, FakeDR({c.message_id for c in consumed}))
     ledger.record("ORDERS", consumed)
 
-    assert service.purge_queue("ORDERS", hold=True).purged == 30
+    result = service.purge_queue("ORDERS", hold=True)
+
+    assert (result.purged, result.held) == (0, 30)
