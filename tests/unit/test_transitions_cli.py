@@ -6,9 +6,12 @@ from pathlib import Path
 
 import boto3
 import pytest
+from ulid import ULID
 
+from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.steps import Transition, TransitionStore
+from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import Broker, Topology, load_topology
@@ -131,3 +134,25 @@ def test_the_state_machines_refusal_comes_before_what_status_shows() -> None:
     planned = plan("failover", _status(["the primary cannot be read: x"]), MACHINE, FAILOVER_ASL, "us-west-2", checks)
 
     assert planned["refused"] == checks["refused"]
+
+
+class _DrainedOldPrimary:
+    def __init__(self, connector: object) -> None:
+        pass
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        return {name: QueueStats(name, 0, 0, 0, 0, 0, 0, 0, "ID:use1-1", "orders-use1") for name in names}
+
+
+def test_a_switchover_plan_waits_for_keys_still_on_their_way_from_the_old_primarys_region(
+    topology: Topology, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("brokersync_cli.transitions.StatisticsClient", _DrainedOldPrimary)
+    reader = StatusReader(topology, TABLE, credentials=lambda broker: None)  # type: ignore[arg-type,return-value]
+    dynamodb_ledger(TABLE, region="us-east-1").record("ORDERS", [(str(ULID()), 1_795_340_000_000)])
+
+    checks = state_machine_checks("switchover", reader, "us-west-2")
+
+    assert checks["drain_now"]["drained"] is False
+    waits = checks["drain_waits_for"]
+    assert waits == ["1 consumed keys of ORDERS to reach this region's ledger replica and be purged"]

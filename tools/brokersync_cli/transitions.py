@@ -36,6 +36,7 @@ from brokersync.failover.steps import (
     drain_figures,
     drain_queues,
     failback_to_run,
+    pending_in_region,
     switchover_refusal,
     transition_to_run,
 )
@@ -124,7 +125,18 @@ def state_machine_checks(command: str, reader: StatusReader, region: str) -> dic
             return {**checks, "refused": switchover_refusal(source.name, e)}
         ledger = dynamodb_ledger(reader.table, region=region, host=_endpoint("dynamodb"))
         synced = [q.name for q in topology.queues if q.captures_consumed]
-        drain = drain_figures(topology, stats, {q: len(ledger.pending(q, limit=1000)) for q in synced})
+        pending = {q: len(ledger.pending(q, limit=1000, read_only=True)) for q in synced}
+        # As the drain step reads it: also where the old primary's relay wrote the keys.
+        at_source = pending_in_region(
+            lambda other: (
+                None
+                if other == region
+                else dynamodb_ledger(reader.table, region=other, host=_endpoint("dynamodb"), peer=True)
+            ),
+            source.region,
+            synced,
+        )
+        drain = drain_figures(topology, stats, pending, at_source)
         checks["drain_now"] = drain
         checks["drain_waits_for"] = _waits_for(drain)
     return checks
@@ -135,6 +147,13 @@ def _waits_for(drain: dict[str, Any]) -> list[str]:
     waits = [f"the application's consumers on {q} to stop ({n})" for q, n in drain["consumers"].items() if n]
     waits += [f"{n:,} copies in {q} to reach DR" for q, n in drain["outflow"].items() if n]
     waits += [f"{n:,} consumed keys of {q} to be purged" for q, n in drain["pendingPurge"].items() if n]
+    waits += [
+        f"{n:,} consumed keys of {q} to reach this region's ledger replica and be purged"
+        for q, n in (drain.get("pendingPurgeInSourceRegion") or {}).items()
+        if n > drain["pendingPurge"].get(q, 0)
+    ]
+    if drain.get("sourceRegionLedgerUnreadable"):
+        waits.append(f"the old primary's region's ledger replica to answer ({drain['sourceRegionLedgerUnreadable']})")
     if drain["advisoriesWaiting"]:
         waits.append(f"{drain['advisoriesWaiting']:,} advisories to be relayed")
     return waits
