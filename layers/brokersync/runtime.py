@@ -34,7 +34,7 @@ from brokersync.config import (
 from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.steps import FailoverEnvironment, TransitionStore
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
-from brokersync.ledger import Ledger, dynamodb_ledger
+from brokersync.ledger import Ledger, dynamodb_ledger, peer_replicas
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.metrics import MetricsSink
 from brokersync.purge.remover import SelectorRemover
@@ -84,17 +84,7 @@ def ledger_replicas(env: Mapping[str, str] | None = None) -> Callable[[str], Led
     """
     env = env if env is not None else os.environ
     table, own, host = _table_location(env)
-    every_role = role_region_from_env(env) is None
-    opened: dict[str, Ledger] = {}
-
-    def replica(region: str) -> Ledger | None:
-        if every_role or region == own:
-            return None
-        if region not in opened:
-            opened[region] = dynamodb_ledger(table, region=region, host=host, peer=True)
-        return opened[region]
-
-    return replica
+    return peer_replicas(table, None if role_region_from_env(env) is None else own, host)
 
 
 def control_records(env: Mapping[str, str] | None = None) -> ControlRecords:

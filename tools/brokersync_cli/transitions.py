@@ -40,7 +40,7 @@ from brokersync.failover.steps import (
     switchover_refusal,
     transition_to_run,
 )
-from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger import dynamodb_ledger, peer_replicas
 from brokersync.roles import RoleStore
 from brokersync_cli.status import PairStatus, StatusReader, _endpoint, _regional_client
 
@@ -128,11 +128,7 @@ def state_machine_checks(command: str, reader: StatusReader, region: str) -> dic
         pending = {q: len(ledger.pending(q, limit=1000, read_only=True)) for q in synced}
         # As the drain step reads it: also where the old primary's relay wrote the keys.
         at_source = pending_in_region(
-            lambda other: (
-                None
-                if other == region
-                else dynamodb_ledger(reader.table, region=other, host=_endpoint("dynamodb"), peer=True)
-            ),
+            peer_replicas(reader.table, region, _endpoint("dynamodb")),
             source.region,
             synced,
         )

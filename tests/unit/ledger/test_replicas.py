@@ -10,7 +10,7 @@ from moto import mock_aws
 from ulid import ULID
 
 from brokersync.config import ENV_LEDGER_TABLE, ENV_ROLE_REGION, EVERY_REGION
-from brokersync.ledger import dynamodb_ledger
+from brokersync.ledger import dynamodb_ledger, peer_replicas
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.runtime import ledger_replicas
 
@@ -37,3 +37,16 @@ def test_the_functions_own_region_is_not_a_replica_to_read_again() -> None:
 @pytest.mark.parametrize("region", ["us-east-1", "us-west-2"])
 def test_one_stack_playing_every_role_has_one_replica_for_both(region: str) -> None:
     assert ledger_replicas(IN_WEST | {ENV_ROLE_REGION: EVERY_REGION})(region) is None
+
+
+def test_the_cli_and_the_functions_choose_the_same_replicas() -> None:
+    choose = peer_replicas(TABLE, "us-west-2")
+
+    assert choose("us-west-2") is None
+    assert choose("us-east-1") is not None
+
+
+def test_each_regions_replica_is_opened_once() -> None:
+    choose = peer_replicas(TABLE, "us-west-2")
+
+    assert choose("us-east-1") is choose("us-east-1")
