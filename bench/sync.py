@@ -23,7 +23,12 @@ One run measures, side by side:
   dispatched more than about 1,400 1 KB messages) nor a selector past the backlog can hold
   50,000 there while live traffic flows;
 * **floor**: a plain consumer draining the DR queue (the baseline's copies) at the step's rate:
-  the physical cost of removing a message on the DR broker.
+  the physical cost of removing a message on the DR broker;
+* **baseline at the deepest backlog**: the copy-only step again, with the deepest backlog on
+  DR in front of the copies: what holding a deep queue costs the DR broker with no purge, so
+  that the depth-dependent part of the sync steps' figure can be told apart from it. In both
+  copy-only steps the copies stay on DR (nothing removes them): the queue grows by a step's
+  messages during each.
 
 For each sync step: lag per message (consume on the primary to removal on DR, p50/p99), and
 the backlog's messages on DR checked afterwards for a raised redelivery flag (must be 0).
@@ -538,6 +543,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
         progress("floor: a plain consumer drains DR")
         result["floor"] = pair.drain_floor(args.rate)
+        if max(depths, default=0) > 0:
+            progress(f"baseline step at {max(depths):,} deep")
+            pair.grow_backlog(max(depths))
+            result["baseline_deep"] = {**pair.step(args.rate, args.seconds, sync=False), "backlog": max(depths)}
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
         Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
@@ -580,7 +589,17 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
         "lag_p99_s_by_depth": {deep: step["lag_p99_s"] for deep, step in steps.items()},
         "redelivered_by_depth": {deep: step["redelivered_on_dr"] for deep, step in steps.items()},
         "bill": bill(result["rate"], steps[first]),
+        **copy_only_by_depth(result),
     }
+
+
+def copy_only_by_depth(result: dict[str, Any]) -> dict[str, Any]:
+    """The DR broker's CPU per message with no purge, deepest ÷ 0 deep: the part of depth that is not the purge's."""
+    deep = result.get("baseline_deep")
+    shallow = result["baseline"]["cpu_s_per_1000"].get("dr_broker")
+    if not deep or not shallow:
+        return {}
+    return {"dr_copy_only_deep_over_shallow": round(deep["cpu_s_per_1000"]["dr_broker"] / shallow, 2)}
 
 
 def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
