@@ -33,10 +33,9 @@ from brokersync.failover.errors import FailoverRequestError
 from brokersync.failover.move import plan_move
 from brokersync.failover.steps import (
     TransitionStore,
-    drain_figures,
     drain_queues,
     failback_to_run,
-    pending_in_region,
+    read_drain,
     switchover_refusal,
     transition_to_run,
 )
@@ -123,16 +122,10 @@ def state_machine_checks(command: str, reader: StatusReader, region: str) -> dic
             stats = StatisticsClient(reader.connector(source)).queue_stats(drain_queues(topology))
         except BrokerSyncError as e:
             return {**checks, "refused": switchover_refusal(source.name, e)}
-        ledger = dynamodb_ledger(reader.table, region=region, host=_endpoint("dynamodb"))
-        synced = [q.name for q in topology.queues if q.captures_consumed]
-        pending = {q: len(ledger.pending(q, limit=1000, read_only=True)) for q in synced}
-        # As the drain step reads it: also where the old primary's relay wrote the keys.
-        at_source = pending_in_region(
-            peer_replicas(reader.table, region, _endpoint("dynamodb")),
-            source.region,
-            synced,
-        )
-        drain = drain_figures(topology, stats, pending, at_source)
+        host = _endpoint("dynamodb")
+        ledger = dynamodb_ledger(reader.table, region=region, host=host)
+        replicas = peer_replicas(reader.table, region, host)
+        drain = read_drain(topology, stats, ledger, replicas, source.region, read_only=True)
         checks["drain_now"] = drain
         checks["drain_waits_for"] = _waits_for(drain)
     return checks

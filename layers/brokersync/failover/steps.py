@@ -197,6 +197,26 @@ def own_replica_only(region: str) -> LedgerStore | None:
     return None
 
 
+def read_drain(
+    topology: Topology,
+    stats: dict[str, Any],
+    ledger: LedgerStore,
+    replicas: ReplicaIn,
+    source_region: str | None,
+    *,
+    read_only: bool = False,
+) -> dict[str, Any]:
+    """``drain_figures`` over the pending purge in this region's replica and in the old primary's.
+
+    The switchover's ``CheckDrained`` and ``switchover --plan`` read the drain here, so that a
+    plan waits for what the state machine would. ``read_only``: a plan writes nothing, not
+    even the tidying of resolved pointers that the step's read does in its own region.
+    """
+    synced = [q.name for q in topology.queues if q.captures_consumed]
+    pending = {q: len(ledger.pending(q, limit=1000, read_only=read_only)) for q in synced}
+    return drain_figures(topology, stats, pending, pending_in_region(replicas, source_region, synced))
+
+
 def pending_in_region(replicas: ReplicaIn, region: str | None, queues: list[str]) -> SourceReplica | None:
     """Keys pending purge per queue in ``region``'s replica (None: that replica is this one).
 
@@ -316,16 +336,12 @@ class FailoverSteps:
     def drain_status(self, ctx: TransitionContext) -> dict[str, Any]:
         """Is everything accepted by the old primary on DR, and every consumed copy purged? (drain_figures)"""
         topology = self.env.topology
-        synced = [q for q in topology.queues if q.captures_consumed]
         try:
             stats = self.env.statistics(self._broker(ctx.source)).queue_stats(drain_queues(topology))
         except BrokerUnavailableError as e:
             source = ctx.source
             raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
-        pending = {q.name: len(self.env.ledger.pending(q.name, limit=1000)) for q in synced}
-        source_region = self._broker(ctx.source).region
-        at_source = pending_in_region(self.env.ledger_in, source_region, [q.name for q in synced])
-        figures = drain_figures(topology, stats, pending, at_source)
+        figures = read_drain(topology, stats, self.env.ledger, self.env.ledger_in, self._broker(ctx.source).region)
         figures["timedOut"] = not figures["drained"] and self._now_ms() > ctx.drain_deadline_ms
         return figures
 
