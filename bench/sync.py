@@ -543,10 +543,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result["baseline"] = pair.step(args.rate, args.seconds, sync=False)
         progress("floor: a plain consumer drains DR")
         result["floor"] = pair.drain_floor(args.rate)
-        if max(depths, default=0) > 0:
-            progress(f"baseline step at {max(depths):,} deep")
-            pair.grow_backlog(max(depths))
-            result["baseline_deep"] = {**pair.step(args.rate, args.seconds, sync=False), "backlog": max(depths)}
+        if (deepest := max(depths, default=0)) > 0:
+            progress(f"baseline step at {deepest:,} deep")
+            pair.grow_backlog(deepest)
+            result["baseline_deep"] = {**pair.step(args.rate, args.seconds, sync=False), "backlog": deepest}
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
         Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
