@@ -39,7 +39,7 @@ def test_one_stack_playing_every_role_has_one_replica_for_both(region: str) -> N
     assert ledger_replicas(IN_WEST | {ENV_ROLE_REGION: EVERY_REGION})(region) is None
 
 
-def test_the_cli_and_the_functions_choose_the_same_replicas() -> None:
+def test_the_chooser_the_cli_calls_reads_only_another_regions_replica() -> None:
     choose = peer_replicas(TABLE, "us-west-2")
 
     assert choose("us-west-2") is None
