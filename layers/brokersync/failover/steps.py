@@ -38,6 +38,10 @@ from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
 #: A failback catches up with the new primary's copy backlog until at most this many copies wait.
 CAUGHT_UP_COPIES = 100
+#: A drain counts pending keys per queue up to this many, in either replica. It waits while
+#: any is pending, so a longer count would only make the figure it reports exact, at a read
+#: of every pending key on each poll.
+DRAIN_COUNT_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,7 @@ def read_drain(
     even the tidying of resolved pointers that the step's read does in its own region.
     """
     synced = [q.name for q in topology.queues if q.captures_consumed]
-    pending = {q: len(ledger.pending(q, limit=1000, read_only=read_only)) for q in synced}
+    pending = {q: len(ledger.pending(q, limit=DRAIN_COUNT_LIMIT, read_only=read_only)) for q in synced}
     return drain_figures(topology, stats, pending, pending_in_region(replicas, source_region, synced))
 
 
@@ -226,7 +230,8 @@ def pending_in_region(replicas: ReplicaIn, region: str | None, queues: list[str]
     if replica is None:
         return None
     try:
-        return SourceReplica(region, {q: len(replica.pending(q, limit=1000, read_only=True)) for q in queues})
+        counts = {q: len(replica.pending(q, limit=DRAIN_COUNT_LIMIT, read_only=True)) for q in queues}
+        return SourceReplica(region, counts)
     except LedgerError as e:
         return SourceReplica(region, dict.fromkeys(queues, 0), unreadable=str(e))
 
