@@ -20,9 +20,9 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.ledger.schema import create_ledger_table
-from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology, load_topology
+from brokersync.topology import Topology, load_topology
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.integration.stomp_helpers import drain
+from tests.emptying import empty_pair
 from tests.ports import shifted_ports
 
 TEST_PORTS = shifted_ports(
@@ -74,17 +74,7 @@ def empty_queues(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     world: LocalWorld = request.getfixturevalue("world")
     yield
-    _drain_everything(world)
-
-
-def _drain_everything(world: LocalWorld) -> None:
-    topology = world.topology
-    primary, dr = StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
-    for queue in topology.queues:
-        drain(primary, queue.name)
-        drain(dr, queue.name)
-    drain(primary, CONSUMED_QUEUE, transformation="jms-advisory-json")
-    drain(primary, PARKED_QUEUE)
+    empty_pair(world.topology)
 
 
 @pytest.fixture

@@ -10,13 +10,27 @@ import stomp
 from brokersync.broker.inbox import FrameInbox
 from brokersync.broker.stomp import StompConnector
 
+#: How long a receipt may take on a loaded pair (a broker answers within milliseconds when idle).
+RECEIPT_TIMEOUT_S = 10.0
+
 
 class _Collector(stomp.ConnectionListener):
     def __init__(self) -> None:
         self.frames: queue_mod.Queue[stomp.utils.Frame] = queue_mod.Queue()
+        self.receipts: queue_mod.Queue[str] = queue_mod.Queue()
 
     def on_message(self, frame: stomp.utils.Frame) -> None:
         self.frames.put(frame)
+
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
+        self.receipts.put("")
+
+    def on_error(self, frame: stomp.utils.Frame) -> None:
+        """The UNSUBSCRIBE refused (its subscription never existed: an unauthorized read, say) must
+        fail the test rather than read as an empty queue. Other errors (an ack the broker
+        rejects) are what some tests provoke and check."""
+        if frame.headers.get("receipt-id"):
+            self.receipts.put(frame.headers.get("message") or "ERROR")
 
 
 def receive(
@@ -56,8 +70,20 @@ def receive(
     try:
         take(time.monotonic() + timeout_s, count)
         take(time.monotonic() + settle_s, float("inf"))
+        # The broker handles a connection's frames in order: once the UNSUBSCRIBE's receipt is
+        # back, every ack above is applied (and the advisories acks raise are on their queue).
         connection.unsubscribe("r", headers={"receipt": "unsubscribed"})
-        time.sleep(0.05)
+        deadline = time.monotonic() + RECEIPT_TIMEOUT_S
+        while connection.is_connected():  # a dropped connection's acks were never applied: nothing to wait for
+            try:
+                error = collector.receipts.get(timeout=0.1)
+            except queue_mod.Empty:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{queue}: the broker did not confirm the unsubscribe") from None
+                continue
+            if error:
+                raise AssertionError(f"{queue}: the broker refused: {error}")
+            break
     finally:
         connection.disconnect()
     return frames

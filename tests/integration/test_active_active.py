@@ -27,7 +27,8 @@ from brokersync.sides import Duty, capture_duties, purge_duties
 from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.integration.stomp_helpers import drain, produce, receive
+from tests.emptying import empty_pair
+from tests.integration.stomp_helpers import produce, receive
 from tests.integration.sync_helpers import FAST, capture_and_purge
 from tests.ports import shifted_ports
 
@@ -68,12 +69,8 @@ def west(pair: LocalWorld) -> StompConnector:
 
 
 def _empty(world: LocalWorld) -> None:
-    """Drain what these tests use on both brokers: the two queues, CARTS's copy queues, the advisories."""
-    used = [QUEUE, "ORDERS", *world.topology.copy_names(QUEUE), "BROKERSYNC.CONSUMED"]
-    for broker in world.topology.brokers:
-        connector = StompConnector(broker.stomp)
-        for name in used:
-            drain(connector, name)
+    """Take what these tests use on both brokers: the two queues, CARTS's copies, the advisories."""
+    empty_pair(world.topology, [QUEUE, "ORDERS"])
 
 
 def _messages(count: int, origin: str) -> list[tuple[str, dict[str, str]]]:

@@ -21,7 +21,7 @@ from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Topology
 from brokersync_local.browsing import browse
-from tests.integration.stomp_helpers import drain, produce
+from tests.integration.stomp_helpers import produce
 from tests.integration.test_exact_removal import copies_settled, dr_state
 
 pytestmark = pytest.mark.broker
@@ -91,4 +91,5 @@ def test_a_message_moved_to_the_dlq_on_the_primary_leaves_dr(
     assert departed.get("dead-lettered") == 1
     assert [f.headers["correlation-id"] for f in browse(dr, "ORDERS")] == [kept]
     assert dr_state(dr)[1] == set()
-    drain(primary, "ActiveMQ.DLQ")
+    # The poisoned message stays in ActiveMQ.DLQ: the rendered authorization lets none of our
+    # groups read it (it is the customer's), and no test counts what the DLQ holds.

@@ -33,10 +33,11 @@ from brokersync.exceptions import BrokerUnavailableError
 from brokersync.ledger import Ledger, memory_ledger
 from brokersync.purge.remover import RemoverSettings, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
-from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
+from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.integration.stomp_helpers import drain, produce, receive
+from tests.emptying import empty_pair
+from tests.integration.stomp_helpers import produce, receive
 from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
@@ -156,18 +157,9 @@ def _finish(world: LocalWorld, relay: AdvisoryRelay, purge: PurgeService, ledger
 
 
 def _empty(world: LocalWorld) -> None:
-    """Drain what the last example left (only the queues that hold something: a drain of an
-    empty queue waits out its receive timeout), and the advisories that draining raises last:
-    they arrive after the drain, and a relay would take them for this example's consumption."""
-    primary, dr = StompConnector(world.topology.primary.stomp), StompConnector(world.topology.dr.stomp)
-    for connector in (primary, dr):
-        sizes = StatisticsClient(connector).queue_stats(list(QUEUES))
-        for name in QUEUES:
-            if name in sizes and sizes[name].size > 0:
-                drain(connector, name)
-        if connector is primary:
-            _settle(world)
-    drain(primary, CONSUMED_QUEUE, transformation="jms-advisory-json")
+    """Take what the last example left, with the advisories that taking it raises: left on
+    their queue, a relay would take them for this example's consumption."""
+    empty_pair(world.topology, list(QUEUES))
 
 
 @pytest.mark.timeout(3_600)
