@@ -507,11 +507,12 @@ class Drill:
         pending keys, so under a large backlog the count can stay flat while the purge removes
         thousands. Neither for ``stall_s`` is what the purge cannot find now.
 
-        Nothing pending is not enough either when ``purged_on`` is known: a consumed message
-        may still be there although its entry is marked (a redelivered late copy, which the
-        late-copy sweep removes on its own interval), or not yet pending (its capture still on
-        its way to this replica). So quiet also needs no consumed message on ``purged_on``,
-        and such messages disappearing counts as progress.
+        Keys can stay pending with nothing left to remove: a region loss leaves entries for
+        messages consumed on both sides (the duplicates), and those wait for the missing
+        cutoff. When a browse of ``purged_on`` finds no pending key and no consumed message
+        there, and no copy waits in the peer's outflow to arrive, nothing the purge could
+        still do changes the counts: that too ends the wait once it holds for ``quiet_s``,
+        rather than after ``stall_s`` of no progress.
         """
         started = time.monotonic()
         deadline = started + timeout_s
@@ -520,16 +521,25 @@ class Drill:
         lowest_left: int | None = None
         left: int | None = 0
         left_checked_at = -SETTLE_BROWSE_EVERY_S
+        #: The pending count at a browse that found nothing the purge could still remove (None: not so).
+        idle_at_pending: int | None = None
         dequeued: int | None = None
         progressed_at = started
         while True:
-            pending = len(self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT))
-            every_s = SETTLE_BROWSE_EVERY_S if pending else quiet_s / 2
+            entries = self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT)
+            pending = len(entries)
+            idle = pending > 0 and idle_at_pending == pending
+            every_s = SETTLE_BROWSE_EVERY_S if pending and not idle else quiet_s / 2
             if purged_on and time.monotonic() - left_checked_at >= every_s:
-                left, left_checked_at = self._consumed_left_on(purged_on), time.monotonic()
+                seen = self._left_on(purged_on, {entry.key for entry in entries})
+                left, findable = seen if seen is not None else (None, None)
+                left_checked_at = time.monotonic()
+                nothing_to_find = pending > 0 and (left, findable) == (0, 0) and self._copies_to(purged_on) == 0
+                idle_at_pending = pending if nothing_to_find else None
+                idle = nothing_to_find
             removed = self._dequeued(purged_on) if (pending or left) and purged_on else None
             now = time.monotonic()
-            quiet_since = (quiet_since or now) if pending == 0 and not left else None
+            quiet_since = (quiet_since or now) if (pending == 0 and not left) or idle else None
             if lowest is None or pending < lowest:
                 lowest, progressed_at = pending, now
             if left and (lowest_left is None or left < lowest_left):
@@ -540,8 +550,13 @@ class Drill:
             stalled = (pending > 0 or bool(left)) and now - progressed_at >= stall_s
             if quiet or stalled or now >= deadline:
                 self.facts["purge_settle_s"] = round(now - started, 1)
+                self.facts["purge_settle_end"] = (
+                    ("nothing left to remove" if idle else "caught up")
+                    if quiet
+                    else ("stalled" if stalled else "timed out")
+                )
                 return pending
-            time.sleep(1.0 if pending else 0.5)
+            time.sleep(1.0 if pending and not idle else 0.5)
 
     def _why_left(self, keys: set[str]) -> dict[str, Any]:
         """For a count that found consumed messages left: what the ledger says of a sample of them.
@@ -575,14 +590,30 @@ class Drill:
         except (BrokerSyncError, BotoCoreError, ClientError):
             return None
 
-    def _consumed_left_on(self, broker: str) -> int | None:
-        """Messages the drill's consumers took that are still on ``broker`` (None: it cannot be browsed now)."""
+    def _left_on(self, broker: str, pending: set[str]) -> tuple[int, int] | None:
+        """Of the messages on ``broker``: how many the drill's consumers took, and how many have a
+        pending key (None: it cannot be browsed now)."""
         with self.log.lock:
             consumed = set(self.log.consumed)
         try:
-            return len(self._keys_on(broker) & consumed)
+            on_broker = self._keys_on(broker)
         except (BrokerSyncError, LocalWorldError):  # a browse cut short proves nothing either way
             return None
+        return len(on_broker & consumed), len(on_broker & pending)
+
+    def _copies_to(self, broker: str) -> int | None:
+        """Copies of the drill queue waiting in the peer's outflow to ``broker`` (None: not readable now)."""
+        target = next((b for b in self.topology.brokers if b.name == broker), None)
+        if target is None:
+            return None
+        peer, outflow = self.topology.peer(target).name, self.topology.copy_name(self.queue, target)
+        if peer not in self.connectors:
+            return None
+        try:
+            stats = StatisticsClient(self.connectors[peer]).queue_stats([outflow]).get(outflow)
+        except BrokerSyncError:
+            return None
+        return stats.size if stats is not None else 0
 
     def _dequeued(self, broker: str) -> int | None:
         """The drill queue's dequeue counter on ``broker`` (None when it cannot be read now)."""
@@ -669,6 +700,7 @@ class Drill:
                 result["left_on_old_primary"] = self._why_left(left)
             result["pending_purge_after"] = pending_after
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
+            result["purge_settle_end"] = self.facts.get("purge_settle_end")
         if settings.mode in ("failback", "region-loss"):
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
