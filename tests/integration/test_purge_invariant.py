@@ -9,7 +9,7 @@ was captured and purged, each DR queue holds exactly the messages still on the p
 (by message id), and none of them was ever redelivered.
 
 Profiles: ``ci`` (the default) runs 100 examples, split over the two bridge settings (about
-6 s each on two cores: the suite's largest single cost);
+3 s each on two cores, a DR restart 4 s more: one of the suite's largest costs);
 ``BROKERSYNC_PROPERTY_PROFILE=long`` runs 2,000.
 """
 
