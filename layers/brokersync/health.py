@@ -167,7 +167,7 @@ class HealthProbe:
         the return backlog is what was produced on DR to an active-active queue and not yet
         copied to the primary.
         """
-        synced = [q.name for q in topology.queues if q.captures_consumed]
+        synced = [q.name for q in topology.captured_queues]
         returning = {topology.copy_name(q, topology.primary): q.name for q in topology.queues if q.copies_both_ways}
         if not synced and not returning:
             return
@@ -217,7 +217,7 @@ class HealthProbe:
         # the purge's across regions), hence read_only.
         read_only = "dr" not in roles_here(topology, self.region)
         now_ms = int(self.clock() * 1000)
-        for queue in (q for q in topology.queues if q.captures_consumed):
+        for queue in topology.captured_queues:
             try:
                 pending = self.ledger.pending(queue.name, limit=PENDING_CAP, read_only=read_only)
             except BrokerSyncError as e:

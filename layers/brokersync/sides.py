@@ -42,7 +42,7 @@ class Duty:
 
     @property
     def queues(self) -> list[str]:
-        return [q.name for q in self.view.queues if q.captures_consumed]
+        return [q.name for q in self.view.captured_queues]
 
 
 def _as(topology: Topology, broker: Broker, role: str) -> Topology:

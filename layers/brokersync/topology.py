@@ -281,6 +281,15 @@ class Topology(_Strict):
     def is_crdr(self) -> bool:
         return self.brokers[0].crdr
 
+    @property
+    def captured_queues(self) -> list[Queue]:
+        """The queues whose consumption is captured into the ledger and purged from the other broker.
+
+        Sync and active-active queues; not mirror queues, whose DR consumers run live. Every
+        part that captures, purges, audits or drains reads this one list.
+        """
+        return [q for q in self.queues if q.captures_consumed]
+
     def queue(self, name: str) -> Queue:
         """The synced queue named ``name``; ``KeyError`` for queues we do not sync."""
         for queue in self.queues:

@@ -50,6 +50,17 @@ def test_mirror_queues_do_not_capture_consumed_messages(topology_path: Path) -> 
     assert not topology.queue("AUDIT").captures_consumed
 
 
+def test_the_captured_queues_are_the_sync_and_active_active_ones_in_file_order(topology_path: Path) -> None:
+    shipped = load_topology(topology_path)
+    both_ways = load_topology(topology_path.parent / "examples" / "active-active.yaml")
+
+    assert [q.name for q in shipped.captured_queues] == ["ORDERS", "PAYMENTS"]
+    assert [q.mode for q in both_ways.captured_queues] == [
+        q.mode for q in both_ways.queues if q.mode in ("sync", "active-active")
+    ]
+    assert "active-active" in {q.mode for q in both_ways.captured_queues}
+
+
 def test_dr_name_appends_the_suffix(topology_path: Path) -> None:
     assert load_topology(topology_path).dr_name("ORDERS") == "ORDERS.DR"
 

@@ -62,7 +62,7 @@ class CaptureAudit:
 
     def check(self) -> list[AuditFinding]:
         """Observe the primary's counters, then report every incarnation's shortfall."""
-        queues = [q.name for q in self.topology.queues if q.captures_consumed]
+        queues = [q.name for q in self.topology.captured_queues]
         stats = self.statistics.queue_stats(queues)
         now_ms = int(self.clock() * 1000)
         findings: list[AuditFinding] = []

@@ -161,7 +161,7 @@ def drain_figures(
     wait). A key is resolved in the old primary's replica only once this region's mark has
     replicated back, so both at zero means every relayed key was purged.
     """
-    synced = [q for q in topology.queues if q.captures_consumed]
+    synced = topology.captured_queues
     outflow = {topology.dr_name(q): stats[topology.dr_name(q)].size for q in topology.queues}
     consumers = {q.name: stats[q.name].consumer_count for q in synced}
     advisories = stats[CONSUMED_QUEUE].size
@@ -216,7 +216,7 @@ def read_drain(
     plan waits for what the state machine would. ``read_only``: a plan writes nothing, not
     even the tidying of resolved pointers that the step's read does in its own region.
     """
-    synced = [q.name for q in topology.queues if q.captures_consumed]
+    synced = [q.name for q in topology.captured_queues]
     pending = {q: len(ledger.pending(q, limit=DRAIN_COUNT_LIMIT, read_only=read_only)) for q in synced}
     return drain_figures(topology, stats, pending, pending_in_region(replicas, source_region, synced))
 

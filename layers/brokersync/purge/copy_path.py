@@ -72,7 +72,7 @@ class CopyPathWatch:
         if self._last_ms is not None and now - self._last_ms < self.min_interval_ms:
             return
         self._last_ms = now
-        outflows = {self.topology.dr_name(q): q.name for q in self.topology.queues if q.captures_consumed}
+        outflows = {self.topology.dr_name(q): q.name for q in self.topology.captured_queues}
         try:
             stats = self.primary.queue_stats(list(outflows))
         except BrokerSyncError as e:

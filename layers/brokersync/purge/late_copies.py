@@ -108,7 +108,7 @@ class LateCopySweep:
         self._forget_old_answers()
         removed = 0
         stop_at = self._last + self.check_budget_s
-        for queue in (q for q in topology.queues if q.captures_consumed):
+        for queue in topology.captured_queues:
             consumed = self._consumed_copies(ledger, remover.connector, queue, stop_at, deadline)
             if not consumed:
                 continue

@@ -203,7 +203,7 @@ class PurgeService:
                 progress += self.late_copies.sweep(
                     self.ledger, self.remover, self.topology, self.metrics, deadline=hard_deadline
                 )
-            for queue in (q for q in self.topology.queues if q.captures_consumed):
+            for queue in self.topology.captured_queues:
                 result = self.purge_queue(queue.name, deadline=hard_deadline, hold=hold)
                 summary = report.queues.setdefault(queue.name, QueueReport())
                 summary.purged += result.purged

@@ -80,7 +80,7 @@ def _dedupe(*groups: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 def advisory_topics(topology: Topology) -> list[str]:
     """The advisory topics BrokerSync forwards into ``BROKERSYNC.CONSUMED``."""
-    return [prefix + q.name for q in topology.queues if q.captures_consumed for prefix in DEPARTURE_ADVISORY_PREFIXES]
+    return [prefix + q.name for q in topology.captured_queues for prefix in DEPARTURE_ADVISORY_PREFIXES]
 
 
 def protected_destinations(topology: Topology) -> list[Protected]:
