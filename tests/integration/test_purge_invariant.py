@@ -9,7 +9,8 @@ was captured and purged, each DR queue holds exactly the messages still on the p
 (by message id), and none of them was ever redelivered.
 
 Profiles: ``ci`` (the default) runs 100 examples, split over the two bridge settings (about
-3 s each on two cores, a DR restart 4 s more: one of the suite's largest costs);
+3 s each on two cores; a DR restart adds 4 s to 33 s, as the bridge's reconnect backoff of
+1, 2, 4, 8, 16 and 30 s happens to meet the restarted broker: the suite's largest cost and swing);
 ``BROKERSYNC_PROPERTY_PROFILE=long`` runs 2,000.
 """
 
