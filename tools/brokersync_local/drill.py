@@ -507,6 +507,12 @@ class Drill:
         pending keys, so under a large backlog the count can stay flat while the purge removes
         thousands. Neither for ``stall_s`` is what the purge cannot find now.
 
+        Nothing pending is not enough either when ``purged_on`` is known: a consumed message
+        may still be there although its entry is marked (a redelivered late copy, which the
+        late-copy sweep removes on its own interval), or not yet pending (its capture still on
+        its way to this replica). So quiet also needs no consumed message on ``purged_on``,
+        and such messages disappearing counts as progress.
+
         Keys can stay pending with nothing left to remove: a region loss leaves entries for
         messages consumed on both sides (the duplicates), and those wait for the missing
         cutoff. When a browse of ``purged_on`` finds no pending key and no consumed message
