@@ -11,9 +11,10 @@ from brokersync_local.drill import Drill
 
 
 def test_left_messages_are_told_apart_by_what_the_ledger_holds() -> None:
-    now_ms = int(time.time() * 1000)
+    keys = [str(ULID()) for _ in range(3)]
+    consumed_ms = int(time.time() * 1000)  # after the keys were made, as a consumption always is
     purged, pending, never_captured = (
-        LedgerEntry(str(ULID()), now_ms, f"ID:app-41000-1795340000000-1:1:-1:1:{n}") for n in (1, 2, 3)
+        LedgerEntry(key, consumed_ms, f"ID:app-41000-1795340000000-1:1:-1:1:{n}") for n, key in enumerate(keys, 1)
     )
     ledger = memory_ledger()
     ledger.record("ORDERS", [purged, pending])
