@@ -48,6 +48,8 @@ _BROKER_ARN = re.compile(
 )
 _OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()]+:\d{1,5}$")
 _STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()]+:\d{1,5}$")
+#: ActiveMQ's own cap on a network connector's reconnect wait (SimpleDiscoveryAgent).
+ACTIVEMQ_MAX_RECONNECT_DELAY_MS = 30_000
 _RESERVED_PREFIXES = ("ActiveMQ.", "BROKERSYNC.")
 #: Hosts whose plain-text endpoints are allowed: the local world's brokers on this machine.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -160,6 +162,11 @@ class BridgeTuning(_Strict):
     #: One bridge forwards persistent messages one synchronous store at a time; several
     #: share the load (order across bridges is not kept; see docs, "Copy throughput").
     parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
+    #: Longest wait between the bridge's attempts to reach a DR broker that is down. ActiveMQ
+    #: doubles the wait from 1 s after each failed attempt up to this cap (its own default,
+    #: 30 s, left copies waiting in the outflow up to 30 s after every DR reboot; see
+    #: decision 0025). One failed connect per interval is all the cap costs.
+    max_reconnect_delay_ms: Annotated[int, Field(ge=1000, le=ACTIVEMQ_MAX_RECONNECT_DELAY_MS)] = 5000
 
 
 class DrTuning(_Strict):

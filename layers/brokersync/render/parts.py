@@ -43,11 +43,13 @@ from lxml import etree
 
 from brokersync.render.document import element
 from brokersync.topology import (
+    ACTIVEMQ_MAX_RECONNECT_DELAY_MS,
     CONNECTOR_PREFIX,
     CONSUMED_QUEUE,
     DEPARTURE_ADVISORY_PREFIXES,
     PARKED_QUEUE,
     RECEIPTS_QUEUE,
+    BridgeTuning,
     Broker,
     Queue,
     Role,
@@ -110,25 +112,33 @@ def _both_ways(topology: Topology, me: Broker, parts: RoleParts) -> None:
         parts.composites.append(_forward(inflow, True, [("queue", queue.name)]))
 
 
-def connector_uri(peer: Broker) -> str:
-    """``masterslave:`` for an active/standby peer (two endpoints), ``static:`` for one."""
-    if len(peer.openwire) == 2:
-        return f"masterslave:({','.join(peer.openwire)})"
-    return f"static:({peer.openwire[0]})"
+def connector_uri(peer: Broker, bridge: BridgeTuning) -> str:
+    """``masterslave:`` for an active/standby peer (two endpoints), ``static:`` for one.
+
+    Both discovery agents read their reconnect backoff from the URI's own query: the cap is
+    what decides how soon copying resumes once a rebooted DR broker listens again. ActiveMQ's
+    own cap renders no query at all, the URI as it was before the cap was ours to set.
+    """
+    discovery = "masterslave" if len(peer.openwire) == 2 else "static"
+    uri = f"{discovery}:({','.join(peer.openwire)})"
+    if bridge.max_reconnect_delay_ms == ACTIVEMQ_MAX_RECONNECT_DELAY_MS:
+        return uri
+    return f"{uri}?maxReconnectDelay={bridge.max_reconnect_delay_ms}"
 
 
 def _connectors(topology: Topology, peer: Broker, queues: list[Queue]) -> list[etree._Element]:
     """The network connectors to ``peer`` that carry the copies of ``queues`` (none without queues)."""
     if not queues:
         return []
-    count = topology.tuning.bridge.parallel_bridges
+    bridge = topology.tuning.bridge
+    count, uri = bridge.parallel_bridges, connector_uri(peer, bridge)
     includes = [element("queue", [("physicalName", topology.copy_name(q, peer))]) for q in queues]
     connectors = []
     for index in range(1, count + 1):
         name = f"{CONNECTOR_PREFIX}{peer.name}" + (f"-{index}" if count > 1 else "")
-        attributes = [("name", name), ("uri", connector_uri(peer)), ("duplex", "false"), ("staticBridge", "true")]
-        if topology.tuning.bridge.user and peer.uses_tls:
-            attributes.append(("userName", topology.tuning.bridge.user))
+        attributes = [("name", name), ("uri", uri), ("duplex", "false"), ("staticBridge", "true")]
+        if bridge.user and peer.uses_tls:
+            attributes.append(("userName", bridge.user))
         dynamic = element(
             "dynamicallyIncludedDestinations", children=[element("queue", [("physicalName", NOTHING_DYNAMIC)])]
         )

@@ -13,7 +13,7 @@ import pytest
 from lxml import etree
 
 from brokersync.render import render_configuration
-from brokersync.topology import Topology
+from brokersync.topology import ACTIVEMQ_MAX_RECONNECT_DELAY_MS, Topology
 
 GOLDEN = Path(__file__).parent / "golden"
 NS = {"c": "http://activemq.apache.org/schema/core"}
@@ -103,7 +103,7 @@ def test_an_active_standby_peer_is_reached_through_masterslave(topology: Topolog
     doc = _doc(render_configuration(topology, "primary"))
 
     uri = doc.xpath("//c:networkConnector/@uri", namespaces=NS)[0]
-    assert uri == f"masterslave:({','.join(topology.dr.openwire)})"
+    assert uri == f"masterslave:({','.join(topology.dr.openwire)})?maxReconnectDelay=5000"
 
 
 def test_a_single_instance_peer_is_reached_through_static(topology: Topology) -> None:
@@ -114,8 +114,25 @@ def test_a_single_instance_peer_is_reached_through_static(topology: Topology) ->
     doc = _doc(render_configuration(single, "primary"))
 
     assert doc.xpath("//c:networkConnector/@uri", namespaces=NS) == [
-        "static:(ssl://b-1.mq.us-west-2.amazonaws.com:61617)"
+        "static:(ssl://b-1.mq.us-west-2.amazonaws.com:61617)?maxReconnectDelay=5000"
     ]
+
+
+def _with_reconnect_cap(topology: Topology, cap_ms: int) -> Topology:
+    bridge = topology.tuning.bridge.model_copy(update={"max_reconnect_delay_ms": cap_ms})
+    return topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"bridge": bridge})})
+
+
+def test_the_bridge_reconnect_cap_is_the_topology_s(topology: Topology) -> None:
+    doc = _doc(render_configuration(_with_reconnect_cap(topology, 2000), "primary"))
+
+    assert doc.xpath("//c:networkConnector/@uri", namespaces=NS)[0].endswith("?maxReconnectDelay=2000")
+
+
+def test_activemq_s_own_reconnect_cap_renders_the_uri_without_a_query(topology: Topology) -> None:
+    doc = _doc(render_configuration(_with_reconnect_cap(topology, ACTIVEMQ_MAX_RECONNECT_DELAY_MS), "primary"))
+
+    assert doc.xpath("//c:networkConnector/@uri", namespaces=NS) == [f"masterslave:({','.join(topology.dr.openwire)})"]
 
 
 def test_a_loopback_peer_gets_no_user_name(topology: Topology) -> None:
