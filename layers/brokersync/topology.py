@@ -46,8 +46,10 @@ _BROKER_ARN = re.compile(
     r"^arn:aws[a-z-]*:mq:[a-z0-9-]+:\d{12}:broker:[A-Za-z0-9_-]{1,50}:"
     r"b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 )
-_OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()]+:\d{1,5}$")
-_STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()]+:\d{1,5}$")
+#: A host and port, no query: the rendered connector URI puts endpoints in a composite whose
+#: own query follows them, so a ``?`` or ``&`` inside one would set the bridge's options.
+_OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()?&#/]+:\d{1,5}$")
+_STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()?&#/]+:\d{1,5}$")
 #: ActiveMQ's own cap on a network connector's reconnect wait (SimpleDiscoveryAgent).
 ACTIVEMQ_MAX_RECONNECT_DELAY_MS = 30_000
 _RESERVED_PREFIXES = ("ActiveMQ.", "BROKERSYNC.")

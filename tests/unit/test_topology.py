@@ -107,6 +107,8 @@ def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
         (lambda r: r["brokers"][0].update(broker_id="my-broker"), "brokers[0].broker_id"),
         (lambda r: r["brokers"][0].update(openwire=["amqp://host:5671"]), "brokers[0].openwire"),
         (lambda r: r["brokers"][0].update(openwire=[]), "brokers[0].openwire"),
+        (lambda r: r["brokers"][0].update(openwire=["ssl://h?maxReconnectDelay=1:61617"]), "brokers[0].openwire"),
+        (lambda r: r["tuning"]["bridge"].update(max_reconnect_delay_ms=500), "tuning.bridge.max_reconnect_delay_ms"),
         (lambda r: r["brokers"][0].pop("credentials_secret"), "brokers[0].credentials_secret"),
         (lambda r: r["brokers"][0].update(crdr=True), "brokers"),
         (lambda r: r["tuning"]["bridge"].update(prefetch=10), "tuning.bridge.prefetch"),
