@@ -111,6 +111,17 @@ def test_a_second_up_while_running_is_a_no_op(world: LocalWorld) -> None:
     assert {role: world.read_env()[role]["pid"] for role in ("primary", "dr", "aws")} == pids_before
 
 
+def test_a_broker_restarted_in_the_running_world_is_still_the_world_s(world: LocalWorld, topology_path: Path) -> None:
+    bridges = world.brokers["primary"].bridges_established() + world.topology.tuning.bridge.parallel_bridges
+    world.brokers["dr"].stop()
+    world.start_broker("dr").wait_ready(60)
+
+    assert LocalWorld(load_topology(topology_path), world.state_dir, world.ports).running()
+    deadline = time.monotonic() + 30  # leave the pair bridged, as the next test expects
+    while world.brokers["primary"].bridges_established() < bridges and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def test_env_json_describes_the_running_world(world: LocalWorld) -> None:
     env = json.loads(world.env_file.read_text())
 

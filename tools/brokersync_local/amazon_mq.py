@@ -34,6 +34,7 @@ from moto.mq.models import Broker, MQBackend
 from moto.mq.responses import MQResponse
 
 from brokersync_local.broker_process import BrokerProcess
+from brokersync_local.pids import record_pid
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
 
 STATE_DIR_VARIABLE = "BROKERSYNC_LOCAL_STATE_DIR"
@@ -62,11 +63,7 @@ def _record_pid(role: str, pid: int | None) -> None:
     if env_file is None:
         return
     with _env_lock:
-        env = json.loads(env_file.read_text())
-        env[role]["pid"] = pid
-        tmp = env_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(env, indent=2) + "\n")
-        tmp.replace(env_file)
+        record_pid(env_file, role, pid)
 
 
 def _port(address: str) -> int:

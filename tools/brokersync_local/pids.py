@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -27,3 +28,17 @@ def signal_group(pid: int, sig: signal.Signals) -> None:
         return
     except PermissionError:
         os.kill(pid, sig)
+
+
+def record_pid(env_file: Path, role: str, pid: int | None) -> None:
+    """Write ``role``'s new pid into a running world's ``env.json``.
+
+    A broker restarted under a new pid that env.json does not name is no longer the world's:
+    the next ``up`` finds the recorded pid dead, cannot stop the live one and meets its port
+    taken. The write replaces the file atomically, so a reader sees the old or the new.
+    """
+    env = json.loads(env_file.read_text(encoding="utf-8"))
+    env[role]["pid"] = pid
+    tmp = env_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(env_file)

@@ -21,7 +21,7 @@ from brokersync.topology import Role, Topology
 from brokersync_local.broker_process import DEFAULT_HEAP_MB, BrokerProcess, heap_for_queue_memory
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
 from brokersync_local.moto_server import DEFAULT_REGION, PROCESS_MARKER, MotoServer
-from brokersync_local.pids import pid_is_ours
+from brokersync_local.pids import pid_is_ours, record_pid
 from brokersync_local.ports import LOOPBACK, port_answers, port_is_free
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
 
@@ -146,11 +146,17 @@ class LocalWorld:
         return env
 
     def start_broker(self, role: Role) -> BrokerProcess:
-        """(Re)write the broker's configuration for its current role and start it."""
+        """(Re)write the broker's configuration for its current role and start it.
+
+        In a world that is up, the new pid goes into env.json, so that the world still owns
+        (and ``down`` still stops) a broker restarted under a new pid.
+        """
         broker = self.brokers[role]
         configuration = render_configuration(self.topology, role)
         broker.prepare(wrap_for_local(configuration, broker.name, broker.ports))
         broker.start()
+        if self.env_file.exists():
+            record_pid(self.env_file, role, broker.pid)
         return broker
 
     def wait_for_bridges(self, deadline: float) -> None:
