@@ -165,10 +165,12 @@ class BridgeTuning(_Strict):
     #: share the load (order across bridges is not kept; see docs, "Copy throughput").
     parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
     #: Longest wait between the bridge's attempts to reach a DR broker that is down. ActiveMQ
-    #: doubles the wait from 1 s after each failed attempt up to this cap (its own default,
-    #: 30 s, left copies waiting in the outflow up to 30 s after every DR reboot; see
-    #: decision 0025). One failed connect per interval is all the cap costs.
-    max_reconnect_delay_ms: Annotated[int, Field(ge=1000, le=ACTIVEMQ_MAX_RECONNECT_DELAY_MS)] = 5000
+    #: doubles the wait from 1 s after each failed attempt up to this cap; its own 30 s leaves
+    #: copies waiting up to 30 s after a DR reboot. The default stays ActiveMQ's until a lower
+    #: cap is shown not to break the DR-region-loss drill (decision 0025).
+    max_reconnect_delay_ms: Annotated[int, Field(ge=1000, le=ACTIVEMQ_MAX_RECONNECT_DELAY_MS)] = (
+        ACTIVEMQ_MAX_RECONNECT_DELAY_MS
+    )
 
 
 class DrTuning(_Strict):

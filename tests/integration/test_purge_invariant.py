@@ -9,8 +9,8 @@ was captured and purged, each DR queue holds exactly the messages still on the p
 (by message id), and none of them was ever redelivered.
 
 Profiles: ``ci`` (the default) runs 100 examples, split over the two bridge settings (about
-3 s each on two cores; a DR restart adds about 4 s to 9 s: the broker's start and the
-bridge's reconnect, whose wait the rendered URI caps at 5 s, decision 0025);
+3 s each on two cores; a DR restart adds 4 s to 33 s, as the bridge's reconnect backoff of
+1, 2, 4, 8, 16 and 30 s happens to meet the restarted broker, decision 0025);
 ``BROKERSYNC_PROPERTY_PROFILE=long`` runs 2,000.
 """
 

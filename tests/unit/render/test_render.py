@@ -103,7 +103,7 @@ def test_an_active_standby_peer_is_reached_through_masterslave(topology: Topolog
     doc = _doc(render_configuration(topology, "primary"))
 
     uri = doc.xpath("//c:networkConnector/@uri", namespaces=NS)[0]
-    assert uri == f"masterslave:({','.join(topology.dr.openwire)})?maxReconnectDelay=5000"
+    assert uri == f"masterslave:({','.join(topology.dr.openwire)})"
 
 
 def test_a_single_instance_peer_is_reached_through_static(topology: Topology) -> None:
@@ -114,7 +114,7 @@ def test_a_single_instance_peer_is_reached_through_static(topology: Topology) ->
     doc = _doc(render_configuration(single, "primary"))
 
     assert doc.xpath("//c:networkConnector/@uri", namespaces=NS) == [
-        "static:(ssl://b-1.mq.us-west-2.amazonaws.com:61617)?maxReconnectDelay=5000"
+        "static:(ssl://b-1.mq.us-west-2.amazonaws.com:61617)"
     ]
 
 
