@@ -66,8 +66,6 @@ DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
 DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 #: Messages produced on the DR broker to active-active queues, not yet copied to the primary.
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
-#: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
-CURSOR_HIGH_WATER_PERCENT = 70
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: At this much of the broker's memory limit every queue on it stops paging in (and producers block).

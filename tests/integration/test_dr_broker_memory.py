@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT, StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.health import (
-    CURSOR_HIGH_WATER_PERCENT,
     DR_BROKER_MEMORY_ALARM_PERCENT,
     DR_QUEUE_MEMORY_ALARM_PERCENT,
 )

@@ -27,12 +27,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT, StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.steps import TransitionStore
 from brokersync.health import (
-    CURSOR_HIGH_WATER_PERCENT,
     DR_BROKER_MEMORY_ALARM_PERCENT,
     DR_QUEUE_MEMORY_ALARM_PERCENT,
     HealthProbe,

@@ -27,6 +27,8 @@ from brokersync.exceptions import BrokerUnavailableError
 DESTINATION_PREFIX = "ActiveMQ.Statistics.Destination."
 BROKER_DESTINATION = "ActiveMQ.Statistics.Broker"
 _REPLY_TO = "/temp-queue/brokersync.statistics"
+#: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
+CURSOR_HIGH_WATER_PERCENT = 70
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from brokersync import health
+from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
@@ -332,7 +333,7 @@ def test_the_dr_queue_memory_alarm_fires_below_where_activemq_stops_paging_and_i
     properties = template["Resources"]["DrQueueMemoryAlarm"]["Properties"]
 
     assert properties["MetricName"] == health.DR_QUEUE_MEMORY_PERCENT
-    assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < health.CURSOR_HIGH_WATER_PERCENT == 70
+    assert properties["Threshold"] == health.DR_QUEUE_MEMORY_ALARM_PERCENT < CURSOR_HIGH_WATER_PERCENT == 70
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
 
