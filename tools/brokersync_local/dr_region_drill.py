@@ -131,6 +131,8 @@ class DrRegionLossDrill(RegionLossDrill):
             # Why one would be left: a second copy of one message, or a key given up on.
             "held_twice_on_dr": len(dr_frames) - len(on_dr),
             "marked_missing": self._purge_metric_total("Missing"),
+            # Keys a removal did not find in time whose copy a browse then found on DR: kept, not given up.
+            "found_by_browse": self._purge_metric_total("FoundByBrowse"),
             "pending_purge_after": pending_after,
             "catch_up_s": self.facts.get("catch_up_s"),
             "purge_loops_running": self._purge_loops(),

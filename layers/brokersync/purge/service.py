@@ -8,8 +8,10 @@ message id is never removed: it is marked missing at once and counted (``Unnamea
 A key not found stays pending (the copy may still be on the
 bridge, in the primary's outflow, or beyond what the DR broker pages into memory). It is
 marked missing and counted only when both hold: its consume time is older than
-``missing_after``, and the copy path says its copy can no longer arrive (the primary's
-outflow drained past its consume time over a connected bridge, :mod:`copy_path`). That
+``missing_after``, the copy path says its copy can no longer arrive (the primary's
+outflow drained past its consume time over a connected bridge, :mod:`copy_path`), and a
+browse of the DR queue finds no copy of it (:mod:`absence`: a removal that found nothing
+may only have met a broker slow to dispatch). That
 stops the purge from looking for it forever and tells the operator DR never received it (or
 lost it), without giving up on copies still queued behind an outage: a DR region that
 returns after an hour receives its backlog and ends with 0 consumed messages on it.
@@ -23,20 +25,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Protocol
 
 from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.keys import InvalidKeyError
 from brokersync.ledger.base import LedgerStore, PendingKey
 from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.purge.absence import AbsenceCheck
 from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_line_bytes, split_off_partial
-from brokersync.topology import Topology
+from brokersync.topology import Queue, Topology
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +58,7 @@ class PurgeSettings:
     #: for 5 minutes on 2 cores, where 2,000 fell behind (docs, "Copy, capture and purge").
     batch_keys: int = 5000
     #: A pending key younger than this (by consume time) is never given up on; an older one
-    #: is, once the copy path shows its copy can no longer arrive.
+    #: is, once the copy path shows its copy can no longer arrive and a browse of DR finds none.
     missing_after: timedelta = timedelta(minutes=10)
     #: Pause between rounds when a round found nothing to do.
     idle_sleep_s: float = 0.2
@@ -123,6 +128,20 @@ def _candidates(pending: list[PendingKey], waiting: dict[str, float], now: float
     return taken + due[: batch - len(taken)]
 
 
+class Absence(Protocol):
+    """What confirms that DR holds no copy of a message (:class:`AbsenceCheck`, or a test's fake)."""
+
+    def absent(self, queue: Queue, message_ids: Sequence[str], *, deadline: float | None = None) -> set[str]: ...
+
+
+def _absence_check(remover: SelectorRemover, topology: Topology, selector_bytes: int) -> AbsenceCheck | None:
+    """A browse of the broker the remover removes from; None for a remover without one (then nothing is given up)."""
+    connector = getattr(remover, "connector", None)
+    if not isinstance(connector, StompConnector):
+        return None
+    return AbsenceCheck(connector, topology.tuning.dr.max_browse_page_size, selector_bytes=selector_bytes)
+
+
 def _pause(seconds: float, stop: threading.Event | None) -> None:
     """Sleep between rounds, cut short when ``stop`` is set (the role record moved on)."""
     if stop is not None:
@@ -145,6 +164,7 @@ class PurgeService:
         late_copies: LateCopySweep | None = None,
         clock: Callable[[], float] = time.time,
         waiting: dict[str, dict[str, float]] | None = None,
+        absence: Absence | None = None,
     ) -> None:
         self.dr_statistics = dr_statistics
         #: Sweeps for the bridge's late copies of purged messages (None: never swept).
@@ -167,6 +187,10 @@ class PurgeService:
         #: The longest selector line the remover sends: where a selector is full.
         remover_settings = getattr(remover, "settings", None)
         self._selector_bytes: int = getattr(remover_settings, "selector_bytes", MAX_HEADER_LINE_BYTES)
+        #: Confirms a key to give up on has no copy on DR; None (no browse): nothing is given up on.
+        self.absence: Absence | None = (
+            absence if absence is not None else _absence_check(remover, topology, self._selector_bytes)
+        )
         #: None without the primary's counters: then nothing is ever given up on as missing.
         self.copy_path = (
             CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
@@ -271,7 +295,7 @@ class PurgeService:
         now_ms = int(self.clock() * 1000)
         unfound = [p for p in pending if p.message_id not in removed]
         tried = set(candidates)
-        missing = self._give_up(queue, [p for p in unfound if p.message_id in tried], now_ms)
+        missing = self._give_up(queue, [p for p in unfound if p.message_id in tried], now_ms, deadline)
         given_up = {id(p) for p in missing}
         still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
         result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
@@ -322,8 +346,10 @@ class PurgeService:
         oldest_ms = min(p.consumed_at_ms for p in pending if p.message_id in wanted)
         return oldest_ms >= self.clock() * 1000 - self.settings.hold_partial_s * 1000
 
-    def _give_up(self, queue: str, unfound: list[PendingKey], now_ms: int) -> list[PendingKey]:
-        """Mark missing the keys not found whose copy can no longer arrive (see the module doc)."""
+    def _give_up(
+        self, queue: str, unfound: list[PendingKey], now_ms: int, deadline: float | None = None
+    ) -> list[PendingKey]:
+        """Mark missing the keys not found whose copy can no longer arrive and is not on DR (see the module doc)."""
         waiting = self._waiting.setdefault(queue, {})
         cutoff_ms = now_ms - int(self.settings.missing_after.total_seconds() * 1000)
         drained_past = (
@@ -331,16 +357,25 @@ class PurgeService:
             if self.copy_path is not None and any(p.consumed_at_ms < cutoff_ms for p in unfound)
             else None
         )
-        missing = [
+        due = [
             p for p in unfound if p.consumed_at_ms < cutoff_ms and can_no_longer_arrive(p.consumed_at_ms, drained_past)
         ]
+        if not due or self.absence is None:
+            return []
+        absent = self.absence.absent(self.topology.queue(queue), [p.message_id or "" for p in due], deadline=deadline)
+        on_dr = [p for p in due if p.message_id not in absent]
+        if on_dr:
+            # Not dispatched to the removal in time, yet there: they stay pending and are retried.
+            self.metrics.add_metric("FoundByBrowse", "Count", len(on_dr))
+            logger.info("%d keys of %s not found by removal are on DR after all: kept pending", len(on_dr), queue)
+        missing = [p for p in due if p.message_id in absent]
         if missing:
             self.ledger.mark_missing(queue, missing)
             for entry in missing:
                 waiting.pop(entry.message_id or "", None)
             logger.warning(
-                "%d keys of %s never reached DR within %s, and the primary's outflow has drained past them: "
-                "marked missing",
+                "%d keys of %s never reached DR within %s, the primary's outflow has drained past them, "
+                "and a browse of DR finds none of them: marked missing",
                 len(missing),
                 queue,
                 self.settings.missing_after,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult
 from brokersync.purge.service import PurgeService, PurgeSettings
-from brokersync.topology import load_topology
+from brokersync.topology import Queue, load_topology
 
 NOW = 1_795_340_000.0
 _SEQ = itertools.count(1)
@@ -35,18 +36,29 @@ def _consumed(count: int, at_ms: int = int(NOW * 1000)) -> list[LedgerEntry]:
 
 @dataclass
 class FakeDR:
-    """A DR queue as a set of message ids; removal takes exactly the selected ids that are present."""
+    """A DR queue as a set of message ids; removal takes exactly the selected ids that are present.
+
+    ``slow`` ids are on the queue but never dispatched to a removal in time (a busy broker);
+    ``absent`` is the browse that confirms absence, and sees them.
+    """
 
     present: set[str] = field(default_factory=set)
     asked: list[list[str]] = field(default_factory=list)
     fail_after: int | None = None
     error: BrokerSyncError | None = None
+    slow: set[str] = field(default_factory=set)
+    browsable: bool = True
+    browsed: list[list[str]] = field(default_factory=list)
 
     def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
         self.asked.append(list(keys))
-        found = [k for k in keys if k in self.present][: self.fail_after]
+        found = [k for k in keys if k in self.present and k not in self.slow][: self.fail_after]
         self.present -= set(found)
         return RemovalResult(removed=found, not_found=[k for k in keys if k not in found], error=self.error)
+
+    def absent(self, queue: Queue, message_ids: Sequence[str], *, deadline: float | None = None) -> set[str]:
+        self.browsed.append(list(message_ids))
+        return {k for k in message_ids if k not in self.present} if self.browsable else set()
 
 
 def _service(topology_path: Path, dr: FakeDR, **settings: object) -> tuple[PurgeService, Ledger]:
@@ -111,15 +123,19 @@ class Clock:
         return self.now
 
 
-def _watched(topology_path: Path, primary: FakePrimary, clock: Clock) -> tuple[PurgeService, Ledger]:
+def _watched(
+    topology_path: Path, primary: FakePrimary, clock: Clock, dr: FakeDR | None = None
+) -> tuple[PurgeService, Ledger]:
     ledger = memory_ledger(clock=clock)
+    dr = dr if dr is not None else FakeDR()
     service = PurgeService(
         ledger,
-        FakeDR(),
+        dr,  # type: ignore[arg-type]
         load_topology(topology_path),
         settings=PurgeSettings(missing_after=timedelta(minutes=10), retry_not_found_s=0.0),
         primary_statistics=primary,  # type: ignore[arg-type]
         clock=clock,
+        absence=dr,
     )
     return service, ledger
 
@@ -178,6 +194,64 @@ def test_a_primary_restart_starts_the_counters_afresh_and_proves_nothing_by_itse
 
     clock.now += 30
     primary.broker_id, primary.enqueued, primary.dequeued, primary.size = "ID:primary-2", 10, 95_000, 40_000
+
+    assert service.purge_queue("ORDERS").missing == 0
+
+
+def test_an_old_key_whose_copy_a_browse_finds_on_dr_is_kept_pending_and_removed_later(topology_path: Path) -> None:
+    """A removal that found nothing may have met a DR broker slow to dispatch (the dr-region-loss drill)."""
+    consumed = _consumed(2, ELEVEN_MINUTES_AGO)
+    dr = FakeDR({c.message_id for c in consumed}, slow={c.message_id for c in consumed})
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    ledger.record("ORDERS", consumed)
+
+    assert service.purge_queue("ORDERS").missing == 0
+    dr.slow.clear()
+    assert service.purge_queue("ORDERS").purged == 2
+
+
+def test_of_old_keys_only_those_a_browse_cannot_find_on_dr_are_marked_missing(topology_path: Path) -> None:
+    on_dr, lost = _consumed(1, ELEVEN_MINUTES_AGO), _consumed(1, ELEVEN_MINUTES_AGO)
+    dr = FakeDR({on_dr[0].message_id}, slow={on_dr[0].message_id})
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    ledger.record("ORDERS", on_dr + lost)
+
+    result = service.purge_queue("ORDERS")
+
+    assert (result.missing, result.pending) == (1, 1)
+    assert [p.message_id for p in ledger.pending("ORDERS")] == [on_dr[0].message_id]
+
+
+def test_nothing_is_given_up_while_a_browse_cannot_tell_what_dr_holds(topology_path: Path) -> None:
+    """Too deep to browse whole, memory past the paging mark, or the broker not answering."""
+    dr = FakeDR(browsable=False)
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
+
+    assert service.purge_queue("ORDERS").missing == 0
+
+
+def test_only_keys_the_copy_path_has_passed_are_browsed_for(topology_path: Path) -> None:
+    dr = FakeDR()
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    old, young = _consumed(1, ELEVEN_MINUTES_AGO), _consumed(1)
+    ledger.record("ORDERS", old + young)
+
+    service.purge_queue("ORDERS")
+
+    assert dr.browsed == [[old[0].message_id]]
+
+
+def test_without_a_browse_of_dr_nothing_is_ever_given_up(topology_path: Path) -> None:
+    """A remover with no broker connection to browse gives no absence check: keys wait."""
+    service = PurgeService(
+        memory_ledger(clock=Clock()),
+        FakeDR(),  # type: ignore[arg-type]
+        load_topology(topology_path),
+        primary_statistics=FakePrimary(size=0, bridges=1),  # type: ignore[arg-type]
+        clock=Clock(),
+    )
+    service.ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     assert service.purge_queue("ORDERS").missing == 0
 
