@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT, StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError
+from brokersync.keys import InvalidKeyError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 from brokersync.snapshot.browser import QueueBrowser
 from brokersync.topology import Queue
@@ -59,13 +60,16 @@ class AbsenceCheck:
         ``deadline`` (``time.monotonic()`` seconds): no browse is started that could not end
         by then (one idle timeout), and ids not browsed are not confirmed.
         """
-        ids = list(dict.fromkeys(message_ids))
-        if not ids or not self._browsable(queue.name):
+        try:
+            batches = selector_batches(message_ids, "message-id", max_line_bytes=self.selector_bytes)
+        except (InvalidKeyError, ValueError) as e:  # the remover refuses such an id before it gets here
+            logger.warning("not browsing %s for ids no selector may name: %s", queue.name, e)
             return set()
-        batches = selector_batches(ids, "message-id", max_line_bytes=self.selector_bytes)[: self.max_selectors]
+        if not batches or not self._browsable(queue.name):
+            return set()
         browser = QueueBrowser(self.connector, idle_timeout_s=self.idle_timeout_s, prefetch=500)
         confirmed: set[str] = set()
-        for batch, selector in batches:
+        for batch, selector in batches[: self.max_selectors]:
             if deadline is not None and time.monotonic() + self.idle_timeout_s > deadline:
                 break
             try:
