@@ -38,6 +38,7 @@ from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.emptying import empty_pair
+from tests.integration.broker_restarts import restart_dr
 from tests.integration.stomp_helpers import produce, receive
 from tests.ports import shifted_ports
 
@@ -110,15 +111,7 @@ def _restart_dr(world: LocalWorld) -> None:
     documented (docs: "DR broker restarts"). The purge's rounds still meet the restart anywhere.
     """
     _settle(world)
-    primary = world.brokers["primary"]
-    bridges = world.topology.tuning.bridge.parallel_bridges
-    established = primary.bridges_established()
-    world.brokers["dr"].stop()
-    world.start_broker("dr").wait_ready(60)
-    deadline = time.monotonic() + 60  # the bridge reconnects with backoff, capped by the rendered URI
-    while primary.bridges_established() < established + bridges:
-        assert time.monotonic() < deadline, "the bridge did not come back after the DR restart"
-        time.sleep(0.1)
+    restart_dr(world)
 
 
 def _settle(world: LocalWorld) -> None:
