@@ -13,6 +13,14 @@ has left the queue (ActiveMQ dispatches a queue in order; a network bridge acks 
 the DR broker stored it). An empty outflow with a bridge consumer shows it at once. A
 restarted primary (new broker id) starts the samples afresh; a primary that cannot be read
 moves nothing, so keys then wait instead of being given up.
+
+"In order" holds for one bridge (``tuning.bridge.parallel_bridges`` 1, the default): its
+acks follow its dispatch, and copies it had in flight when its connection broke come back to
+the head of the queue. With several bridges, one that stalls holds its prefetched copies
+while the others' acks raise the dequeue count past them, so the count can pass a copy still
+on its way. Counters cannot tell which messages are left. A copy given up on this way
+arrives later: redelivered if its bridge's connection broke (the late-copy sweep removes
+it), otherwise as a first delivery that only the reconciliation lists for purge.
 """
 
 from __future__ import annotations
