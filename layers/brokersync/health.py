@@ -68,8 +68,6 @@ DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
-#: At this much of the broker's memory limit every queue on it stops paging in (and producers block).
-BROKER_MEMORY_FULL_PERCENT = 100
 #: Where the alarm on the broker's memory fires, before it is full.
 DR_BROKER_MEMORY_ALARM_PERCENT = 85
 #: Pending keys counted at most (a bounded read); ``pending_capped`` says the count reached it.

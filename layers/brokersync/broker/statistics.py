@@ -29,6 +29,8 @@ BROKER_DESTINATION = "ActiveMQ.Statistics.Broker"
 _REPLY_TO = "/temp-queue/brokersync.statistics"
 #: ActiveMQ's store cursor high-water mark: at this much of its memory limit a queue stops paging in.
 CURSOR_HIGH_WATER_PERCENT = 70
+#: At this much of the broker's memory limit every queue on it stops paging in (and producers block).
+BROKER_MEMORY_FULL_PERCENT = 100
 
 
 @dataclass(frozen=True, slots=True)

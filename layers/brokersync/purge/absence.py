@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT, StatisticsClient
+from brokersync.broker.statistics import BROKER_MEMORY_FULL_PERCENT, CURSOR_HIGH_WATER_PERCENT, StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError
 from brokersync.keys import InvalidKeyError
@@ -95,7 +95,7 @@ class AbsenceCheck:
             reasons.append(f"{stats.size} messages, a browse reaches {self.browse_limit}")
         if stats.memory_percent >= CURSOR_HIGH_WATER_PERCENT:
             reasons.append(f"{stats.memory_percent}% of its memory limit, where paging in stops")
-        if snapshot.broker.memory_percent >= 100:
+        if snapshot.broker.memory_percent >= BROKER_MEMORY_FULL_PERCENT:
             reasons.append("the broker's memory is full")
         if reasons:
             detail = "; ".join(reasons)

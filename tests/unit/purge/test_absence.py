@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from brokersync.broker.statistics import BrokerStats, QueueStats, StatisticsSnapshot
+from brokersync.broker.statistics import (
+    BROKER_MEMORY_FULL_PERCENT,
+    CURSOR_HIGH_WATER_PERCENT,
+    BrokerStats,
+    QueueStats,
+    StatisticsSnapshot,
+)
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.purge import absence
 from brokersync.purge.absence import AbsenceCheck
@@ -76,8 +82,8 @@ def test_only_ids_the_browse_does_not_find_are_confirmed_absent(dr: FakeDR, orde
     "state",
     [
         {"size": 200_000},  # as deep as a browse reaches
-        {"queue_memory": 70},  # the cursor stops paging in
-        {"broker_memory": 100},  # the broker stops paging in
+        {"queue_memory": CURSOR_HIGH_WATER_PERCENT},  # the cursor stops paging in
+        {"broker_memory": BROKER_MEMORY_FULL_PERCENT},  # the broker stops paging in
         {"stats_fail": True},
         {"browse_fails": True},
     ],

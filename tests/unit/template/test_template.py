@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from brokersync import health
-from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT
+from brokersync.broker.statistics import BROKER_MEMORY_FULL_PERCENT, CURSOR_HIGH_WATER_PERCENT
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
@@ -344,7 +344,7 @@ def test_the_dr_broker_memory_alarm_fires_before_the_broker_is_full_and_is_silen
     properties = template["Resources"]["DrBrokerMemoryAlarm"]["Properties"]
 
     assert properties["MetricName"] == health.DR_BROKER_MEMORY_PERCENT
-    assert properties["Threshold"] == health.DR_BROKER_MEMORY_ALARM_PERCENT < health.BROKER_MEMORY_FULL_PERCENT
+    assert properties["Threshold"] == health.DR_BROKER_MEMORY_ALARM_PERCENT < BROKER_MEMORY_FULL_PERCENT
     assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert properties["TreatMissingData"] == "notBreaching"
 
