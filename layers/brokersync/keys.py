@@ -27,10 +27,13 @@ from brokersync.topology import SyncKey
 
 #: Crockford base32, 26 characters; the first is 0-7 because a ULID is 128 bits.
 ULID_PATTERN = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", re.ASCII)
-#: ActiveMQ's message id: ``ID:<host>-<port>-<start ms>-<n>:<connection>:<session>:<producer>:<seq>``.
-#: STOMP producers get session -1, so the last three fields may be negative.
+#: ActiveMQ's message id: ``ID:<host>-<port>-<start>-<n>:<connection>:<session>:<producer>:<seq>``.
+#: Over OpenWire the client library makes it, so the start stamp is the client's clock: Java
+#: and C++ (CMS) clients write milliseconds (13 digits), the .NET client (Apache.NMS.ActiveMQ)
+#: writes ``DateTime.Now.Ticks`` (18 digits), hence up to 19, a long's width. STOMP producers
+#: get session -1, so the last three fields may be negative.
 MESSAGE_ID_PATTERN = re.compile(
-    r"ID:[A-Za-z0-9._-]{1,200}-[0-9]{1,10}-[0-9]{10,16}-[0-9]{1,10}:[0-9]{1,10}(?::-?[0-9]{1,19}){3}", re.ASCII
+    r"ID:[A-Za-z0-9._-]{1,200}-[0-9]{1,10}-[0-9]{10,19}-[0-9]{1,10}:[0-9]{1,10}(?::-?[0-9]{1,19}){3}", re.ASCII
 )
 
 

@@ -22,6 +22,8 @@ def test_a_ulid_is_a_correlation_id_key() -> None:
     [
         "ID:vm-40237-1795342445090-7:1:-1:1:1",
         "ID:ip-10-0-1-23.ec2.internal-38123-1700000000000-3:1:1:1:42",
+        # Apache.NMS.ActiveMQ (.NET) stamps its connection ids with DateTime.Now.Ticks
+        "ID:WIN-BUILD01-49731-638681234567890123-0:0:1:1:7",
     ],
 )
 def test_activemq_message_ids_are_message_id_keys(message_id: str) -> None:
