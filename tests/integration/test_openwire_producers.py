@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +22,18 @@ from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import memory_ledger
-from brokersync.topology import Topology
+from brokersync.topology import PARKED_QUEUE, Topology
+from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld
 from tests.integration.stomp_helpers import receive
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
+from tests.integration.test_openwire_text_view import REMOVE, openwire_mover
 
 pytestmark = pytest.mark.broker
 
 PRODUCER = Path(__file__).parent / "java" / "OpenWireProducer.java"
+CLIENT_SET_ID = Path(__file__).parent / "java" / "ClientSetMessageId.java"
 CLIENT_JARS = "/usr/share/activemq/lib/*"
 
 
@@ -67,3 +71,48 @@ def test_only_the_consumed_messages_an_openwire_client_produced_leave_dr(
     assert consumed < set(sent)
     assert on_dr == primary_ids(primary, queue) == set(sent) - consumed
     assert redelivered == set()
+
+
+def send_with_client_set_id(world: LocalWorld, queue: str, message_id: str, correlation_id: str) -> str:
+    """One message whose JMSMessageID its client chose, consumed at once on the primary over OpenWire."""
+    java = shutil.which("java")
+    assert java is not None
+    url = f"tcp://127.0.0.1:{world.ports.primary_openwire}"
+    done = subprocess.run(
+        [java, "-cp", CLIENT_JARS, str(CLIENT_SET_ID), url, queue, message_id, correlation_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def unackable_copies_removed(world: LocalWorld) -> Iterator[None]:
+    """A message whose client set its id cannot be acked over STOMP, by the purge or by the pair's emptying."""
+    yield
+    openwire_mover(world, "ORDERS", REMOVE, 100, timeout_ms=2_000)
+
+
+@pytest.mark.usefixtures("unackable_copies_removed")
+def test_a_consumed_message_whose_client_named_it_after_another_leaves_the_other_on_dr(
+    world: LocalWorld, topology: Topology, primary: StompConnector, dr: StompConnector
+) -> None:
+    """A client may give its message any id (an AMQP message-id, OpenWire's text view), another
+    message's included; consuming it must not remove the other's copy from DR. Its advisory is
+    parked (``client-set-id``), and nothing on DR is redelivered."""
+    [named] = produce_over_openwire(world, "ORDERS", "java", [str(ULID())])
+    copies_settled(primary, topology)
+
+    assert send_with_client_set_id(world, "ORDERS", named, str(ULID())) == named
+    copies_settled(primary, topology)
+    capture_and_purge(topology, primary, dr, memory_ledger())
+
+    on_dr = browse(dr, "ORDERS")
+    # The named message, and the consumed one's copy, which no STOMP ACK can take:
+    assert [f.headers["message-id"] for f in on_dr] == [named, named]
+    assert all(f.headers.get("redelivered", "false") == "false" for f in on_dr)
+    [parked] = receive(primary, PARKED_QUEUE, 1)
+    assert parked.headers["brokersync-reason"] == "client-set-id"

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from brokersync.broker.stomp import StompConnector
+from brokersync.purge.remover import SelectorRemover
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld
 from tests.integration.stomp_helpers import drain, produce, receive
@@ -141,3 +142,22 @@ def test_an_openwire_consumer_can_remove_the_resent_message(
 
     assert len(removed) == len(staged)
     assert browse(dr, RELEASED) == []
+
+
+def test_the_purges_remover_reports_an_ack_the_broker_refused_and_marks_nothing_of_it_removed(
+    world: LocalWorld, dr: StompConnector, staged: list[str]
+) -> None:
+    """The broker answers the unmatchable ACK with an ERROR and still confirms the UNSUBSCRIBE after
+    it: the remover must not read that receipt as every ack applied. One subscription takes a
+    plain message and, last, a resent one; its cumulative ACK names the resent one and is refused,
+    so neither is removed and neither may be returned as removed."""
+    produce(dr, RELEASED, [("plain", {})])
+    [plain] = ids(browse(dr, RELEASED))
+    release(world, 1)
+    resent = staged[0]
+
+    result = SelectorRemover(dr).remove(RELEASED, [plain, resent])
+
+    assert result.removed == []
+    assert sorted(result.refused) == sorted([plain, resent])
+    assert sorted(ids(browse(dr, RELEASED))) == sorted([plain, resent])

@@ -31,6 +31,10 @@ class FrameInbox(stomp.ConnectionListener):
         #: How many queued items wake the reader: set by the reader before it waits.
         self._wanted = 1
         self.receipts: set[str] = set()
+        #: ERROR frames, in arrival order. The broker answers a frame it refuses (an ACK it cannot
+        #: match, say) with one and keeps the connection, so a later receipt does not mean that
+        #: every frame before it was applied: the reader checks these too.
+        self.errors: list[stomp.utils.Frame] = []
         self.receipt_arrived = threading.Condition()
 
     # -- stomp.py's receiver thread ---------------------------------------------------------------
@@ -42,6 +46,11 @@ class FrameInbox(stomp.ConnectionListener):
     def on_receipt(self, frame: stomp.utils.Frame) -> None:
         with self.receipt_arrived:
             self.receipts.add(frame.headers.get("receipt-id", ""))
+            self.receipt_arrived.notify_all()
+
+    def on_error(self, frame: stomp.utils.Frame) -> None:
+        with self.receipt_arrived:
+            self.errors.append(frame)
             self.receipt_arrived.notify_all()
 
     def on_disconnected(self) -> None:

@@ -16,6 +16,14 @@ advisories everywhere: mixing them across subscribers corrupted bodies, see DESI
   the broker gives us (the ack follows it by the consumer's processing time);
 * the header ``orignalMessageId`` (ActiveMQ's spelling) carries the consumed message's id and
   ``orignalDestination`` its destination as ``queue://NAME``.
+
+A message id is normally made by the producing client's library from its producer id and a
+sequence. ActiveMQ also lets a client set the id's text (``messageId.textView`` in the body:
+the AMQP transport sets it from every AMQP message-id, and an OpenWire client may send it),
+and then the id is whatever the client chose, another message's included. Recording it would
+let the purge remove that other message's DR copy, which was never consumed; and ActiveMQ's
+STOMP ACK cannot take such a message anyway (it looks the message up by the parsed text). So
+such an advisory is rejected (``client-set-id``) and parked: the message's DR copy stays.
 """
 
 from __future__ import annotations
@@ -76,16 +84,23 @@ def _departure(headers: Mapping[str, str]) -> Departure:
     return "consumed"
 
 
+def _client_set_id(message: Mapping[str, Any]) -> str | None:
+    """The text a client set as the message's id (``textView``), or None for an id made from producer and sequence."""
+    structured = message.get("messageId")
+    if isinstance(structured, dict) and "textView" in structured:
+        return str(structured["textView"])
+    return None
+
+
 def _body_message_id(message: Mapping[str, Any]) -> str | None:
     """The id ActiveMQ's ``MessageId.toString()`` gives, from the advisory body's structured ``messageId``.
 
-    DLQ advisories carry no ``orignalMessageId`` header; the body describes the message.
+    DLQ advisories carry no ``orignalMessageId`` header; the body describes the message. A
+    client-set id (``textView``) never gets here: such advisories are rejected first.
     """
     structured = message.get("messageId")
     if not isinstance(structured, dict):
         return None
-    if isinstance(structured.get("textView"), str):
-        return structured["textView"]
     producer = structured.get("producerId")
     if not isinstance(producer, dict):
         return None
@@ -118,6 +133,13 @@ def parse_consumed_advisory(
         raise RejectedInputError(RejectReason.UNKNOWN_QUEUE, f"{queue_name!r} is not a synced queue") from None
     if not queue.captures_consumed:
         raise RejectedInputError(RejectReason.NOT_CAPTURED, f"{queue_name!r} is a mirror queue")
+    client_set = _client_set_id(message)
+    if client_set is not None:
+        raise RejectedInputError(
+            RejectReason.CLIENT_SET_ID,
+            f"message {client_set[:100]!r} on {queue_name} has an id its client set (an AMQP message-id or "
+            "OpenWire's text view): it may name another message, and its DR copy is left in place",
+        )
 
     departure = _departure(headers)
     raw_id = headers.get(MESSAGE_ID_HEADER) or _body_message_id(message)

@@ -42,6 +42,10 @@ class RejectReason(StrEnum):
     #: Sent by a client, not raised by the broker: the broker stamps every client's message
     #: with its authenticated user (``populateJMSXUserID``), and its own advisories carry none.
     FORGED = "forged"
+    #: The consumed message's id was set by its client (ActiveMQ's ``MessageId.textView``: every
+    #: AMQP message-id, or an OpenWire client's own), not made from its producer and sequence.
+    #: Such an id may name another message, and no STOMP ACK can take such a message.
+    CLIENT_SET_ID = "client-set-id"
 
 
 class RejectedInputError(BrokerSyncError):

@@ -48,8 +48,12 @@ acked:
   loop never retries and the edge turns into an alarm.
 
 The last UNSUBSCRIBE of a group carries a receipt, and the broker processes a connection's
-frames in order, so when the receipt arrives every ack before it has been applied. Only then
-are that group's ids returned as removed (and marked purged by the caller). A failure in a
+frames in order, so when the receipt arrives every ack before it has been handled. Handled is
+not applied: ActiveMQ answers an ACK it cannot match with an ERROR frame and keeps the
+connection (a message whose client set its id, ``MessageId.textView``, is looked up by the
+parsed text and never matches). So a group's ids are returned as removed (and marked purged by
+the caller) only when its receipt arrived and no ERROR arrived before it; the ids of a
+subscription whose ACK was refused are returned as ``refused``, never as removed. A failure in a
 later group keeps the confirmed removals of the groups before it: they are returned with the
 error, not thrown away.
 """
@@ -58,6 +62,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -68,6 +73,9 @@ from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector, send_in_one_write
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
+
+#: ActiveMQ's answer to an ACK it cannot match (``ProtocolConverter.onStompAck``).
+_REFUSED_ACK = re.compile(r"Unexpected ACK received for message-id \[(.*)\]")
 
 
 class PurgeInvariantError(BrokerSyncError):
@@ -114,6 +122,8 @@ class RemovalResult:
     error: BrokerSyncError | None = None
     #: Groups skipped because the deadline was too close.
     deferred: int = 0
+    #: Ids whose subscription's ACK the broker refused with an ERROR frame: not removed.
+    refused: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -205,6 +215,7 @@ class SelectorRemover:
                 headers={"selector": selector, "activemq.prefetchSize": str(min(self.settings.prefetch, len(batch)))},
             )
         receipt = f"purge-confirm-{next(self._ids)}"
+        errors_before = len(inbox.errors)
         confirmed = False
         try:
             violation = self._collect(connection, inbox, queue, opened, subscriptions, result, limit, receipt)
@@ -213,6 +224,7 @@ class SelectorRemover:
                     self._close(connection, sub_id, subscriptions, opened, receipt)
             self._await_receipt(connection, inbox, receipt, limit)
             confirmed = True
+            self._withdraw_refused(inbox.errors[errors_before:], opened, subscriptions, result)
         finally:
             if not confirmed:
                 for sub_id in opened:
@@ -317,6 +329,31 @@ class SelectorRemover:
         return None
 
     @staticmethod
+    def _withdraw_refused(
+        errors: list[stomp.utils.Frame],
+        opened: list[str],
+        subscriptions: dict[str, _Subscription],
+        result: RemovalResult,
+    ) -> None:
+        """Take back the acks the broker refused: an ERROR before the receipt names the frame of a refused ACK.
+
+        A cumulative ACK names a subscription's last frame, so the message id in ActiveMQ's
+        "Unexpected ACK received for message-id [...]" says whose ACK it was. An ERROR that
+        names no such frame withdraws every ack of the group: nothing unconfirmed is marked.
+        """
+        for error in errors:
+            named = _REFUSED_ACK.search(error.headers.get("message", ""))
+            owners = [
+                s
+                for s in opened
+                if named is not None and subscriptions[s].taken and subscriptions[s].taken[-1] == named.group(1)
+            ]
+            for sub_id in owners or opened:
+                subscription = subscriptions[sub_id]
+                result.refused.extend(dict.fromkeys(subscription.acked))
+                subscription.acked = []
+
+    @staticmethod
     def _next(inbox: FrameInbox, wait: float) -> stomp.utils.Frame | None:
         item = inbox.get(wait)
         if item is None:
@@ -333,6 +370,8 @@ class SelectorRemover:
         deadline = max(limit, time.monotonic() + min(5.0, self.settings.timeout_s))
         with inbox.receipt_arrived:
             while receipt not in inbox.receipts:
+                if any(e.headers.get("receipt-id") == receipt for e in inbox.errors):
+                    raise BrokerSyncError("the DR broker refused the purge's UNSUBSCRIBE: its acks are unconfirmed")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not connection.is_connected():
                     raise BrokerUnavailableError("the DR broker did not confirm the purge acks")

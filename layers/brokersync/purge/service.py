@@ -73,6 +73,9 @@ class PurgeSettings:
     #: ``hold_partial_s``. ``hold_partial_s`` 0 sends every round's keys at once.
     hold_partial_s: float = 0.6
     hold_partial_below: float = 0.5
+    #: A key whose removal the broker refused (its ACK answered with an ERROR) is tried again only
+    #: after this long: each try hands the message back with its redelivery counter raised.
+    retry_refused_s: float = 600.0
 
 
 @dataclass
@@ -275,12 +278,7 @@ class PurgeService:
         candidates, held = self._hold_partial(queue, candidates, pending) if hold else (candidates, [])
         removal = self.remover.remove(queue, candidates, deadline=deadline) if candidates else None
         removed = set(removal.removed) if removal else set()
-        retry_at = time.monotonic() + self.settings.retry_not_found_s
-        for message_id in candidates:
-            if message_id in removed:
-                waiting.pop(message_id, None)
-            else:
-                waiting[message_id] = retry_at
+        self._reschedule(queue, waiting, candidates, removed, set(removal.refused) if removal else set())
         purged = swept + [p for p in pending if p.message_id in removed]
         if purged:
             self.ledger.mark_purged(queue, purged)
@@ -308,6 +306,33 @@ class PurgeService:
         if result.oldest_pending_age_ms is not None:
             self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
         return result
+
+    def _reschedule(
+        self, queue: str, waiting: dict[str, float], candidates: list[str], removed: set[str], refused: set[str]
+    ) -> None:
+        """After a removal: forget what it removed, and say when to look again for the rest.
+
+        A key not found is tried again soon (its copy may be on its way). A key whose ACK the
+        broker refused is tried again only after ``retry_refused_s``: each try hands the message
+        back with its redelivery counter raised.
+        """
+        now = time.monotonic()
+        for message_id in candidates:
+            if message_id in removed:
+                waiting.pop(message_id, None)
+            elif message_id in refused:
+                waiting[message_id] = now + self.settings.retry_refused_s
+            else:
+                waiting[message_id] = now + self.settings.retry_not_found_s
+        if refused:
+            self.metrics.add_metric("PurgeAckRefused", "Count", len(refused))
+            logger.error(
+                "the DR broker refused the acks of %d messages of %s (ids set by their clients?): not removed, "
+                "tried again in %.0f s",
+                len(refused),
+                queue,
+                self.settings.retry_refused_s,
+            )
 
     def _hold_partial(
         self, queue: str, candidates: list[str], pending: list[PendingKey]

@@ -142,3 +142,13 @@ def test_a_dlq_advisory_whose_body_names_no_message_is_rejected(topology: Topolo
     del headers["orignalMessageId"]
 
     assert _reason(topology, headers, body) is RejectReason.MISSING_KEY
+
+
+def test_an_id_its_client_set_is_rejected_as_client_set_id(topology: Topology) -> None:
+    """ActiveMQ's ``textView``: the AMQP transport sets it from every AMQP message-id, and it may
+    name another message (here, the one the header names)."""
+    headers, body = advisory_frame()
+    document = json.loads(body)
+    document["ActiveMQTextMessage"]["messageId"]["textView"] = MESSAGE_ID
+
+    assert _reason(topology, headers, json.dumps(document)) is RejectReason.CLIENT_SET_ID

@@ -49,12 +49,18 @@ class FakeDR:
     slow: set[str] = field(default_factory=set)
     browsable: bool = True
     browsed: list[list[str]] = field(default_factory=list)
+    #: Ids whose ACK the broker refuses (a client-set id): dispatched, never removed.
+    refuse: set[str] = field(default_factory=set)
 
     def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
         self.asked.append(list(keys))
         found = [k for k in keys if k in self.present and k not in self.slow][: self.fail_after]
+        refused = [k for k in found if k in self.refuse]
+        found = [k for k in found if k not in self.refuse]
         self.present -= set(found)
-        return RemovalResult(removed=found, not_found=[k for k in keys if k not in found], error=self.error)
+        return RemovalResult(
+            removed=found, not_found=[k for k in keys if k not in found], error=self.error, refused=refused
+        )
 
     def absent(self, queue: Queue, message_ids: Sequence[str], *, deadline: float | None = None) -> set[str]:
         self.browsed.append(list(message_ids))
@@ -83,6 +89,23 @@ def test_found_keys_are_removed_and_marked_purged(topology_path: Path) -> None:
 
     assert (result.purged, result.pending, result.missing) == (5, 0, 0)
     assert ledger.pending("ORDERS") == []
+
+
+def test_a_key_whose_ack_the_broker_refused_stays_pending_and_waits_long_before_the_next_try(
+    topology_path: Path,
+) -> None:
+    """Each try hands the message back redelivered, so it is not tried again every round."""
+    consumed = _consumed(3)
+    dr = FakeDR({c.message_id for c in consumed}, refuse={consumed[0].message_id})
+    service, ledger = _service(topology_path, dr, retry_not_found_s=0.0)
+    ledger.record("ORDERS", consumed)
+
+    first = service.purge_queue("ORDERS")
+    service.purge_queue("ORDERS")
+
+    assert (first.purged, first.pending) == (2, 1)
+    assert [p.message_id for p in ledger.pending("ORDERS")] == [consumed[0].message_id]
+    assert dr.asked[1:] == [], "a refused key is not asked for again within retry_refused_s"
 
 
 def test_keys_not_yet_on_dr_stay_pending(topology_path: Path) -> None:
