@@ -12,10 +12,7 @@ The producer is a small Java program on the broker's own client jar (tests/integ
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from ulid import ULID
@@ -25,6 +22,7 @@ from brokersync.ledger import memory_ledger
 from brokersync.topology import PARKED_QUEUE, Topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld
+from tests.integration.java_clients import run_java_client
 from tests.integration.stomp_helpers import receive
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
@@ -32,26 +30,11 @@ from tests.integration.test_openwire_text_view import REMOVE, openwire_mover
 
 pytestmark = pytest.mark.broker
 
-PRODUCER = Path(__file__).parent / "java" / "OpenWireProducer.java"
-CLIENT_SET_ID = Path(__file__).parent / "java" / "ClientSetMessageId.java"
-CLIENT_JARS = "/usr/share/activemq/lib/*"
-
 
 def produce_over_openwire(world: LocalWorld, queue: str, style: str, correlation_ids: list[str]) -> list[str]:
     """Send one message per correlation id to the primary with the Java client; their JMSMessageIDs."""
-    java = shutil.which("java")
-    assert java is not None, "java is what the local brokers run on"
-    url = f"tcp://127.0.0.1:{world.ports.primary_openwire}"
-    done = subprocess.run(
-        [java, "-cp", CLIENT_JARS, str(PRODUCER), url, queue, style, *correlation_ids],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    ids = done.stdout.split()
-    assert len(ids) == len(correlation_ids), done.stdout
+    ids = run_java_client("OpenWireProducer", world.ports.primary_openwire, queue, style, *correlation_ids).split()
+    assert len(ids) == len(correlation_ids), ids
     return ids
 
 
@@ -75,18 +58,9 @@ def test_only_the_consumed_messages_an_openwire_client_produced_leave_dr(
 
 def send_with_client_set_id(world: LocalWorld, queue: str, message_id: str, correlation_id: str) -> str:
     """One message whose JMSMessageID its client chose, consumed at once on the primary over OpenWire."""
-    java = shutil.which("java")
-    assert java is not None
-    url = f"tcp://127.0.0.1:{world.ports.primary_openwire}"
-    done = subprocess.run(
-        [java, "-cp", CLIENT_JARS, str(CLIENT_SET_ID), url, queue, message_id, correlation_id],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip()
+    return run_java_client(
+        "ClientSetMessageId", world.ports.primary_openwire, queue, message_id, correlation_id
+    ).strip()
 
 
 @pytest.fixture

@@ -19,10 +19,7 @@ fact is the broker's, so it is shown on the real broker, not asserted of a model
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -30,12 +27,11 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.purge.remover import SelectorRemover
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld
+from tests.integration.java_clients import run_java_client
 from tests.integration.stomp_helpers import drain, produce, receive
 
 pytestmark = pytest.mark.broker
 
-MOVER = Path(__file__).parent / "java" / "ResendWithTextView.java"
-CLIENT_JARS = "/usr/share/activemq/lib/*"
 STAGED, RELEASED = "BROKERSYNC.TEST.STAGED", "BROKERSYNC.TEST.RELEASED"
 #: What the mover takes as its target to remove (consume and ack over OpenWire) instead of re-send.
 REMOVE = "-"
@@ -43,18 +39,10 @@ REMOVE = "-"
 
 def openwire_mover(world: LocalWorld, source: str, target: str, count: int, timeout_ms: int = 20_000) -> list[str]:
     """Run the OpenWire mover on the DR broker; the lines it printed (``original -> seen`` or ``id -> removed``)."""
-    java = shutil.which("java")
-    assert java is not None, "java is what the local brokers run on"
-    url = f"tcp://127.0.0.1:{world.ports.dr_openwire}"
-    done = subprocess.run(
-        [java, "-cp", CLIENT_JARS, str(MOVER), url, source, target, str(count), str(timeout_ms)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    printed = run_java_client(
+        "ResendWithTextView", world.ports.dr_openwire, source, target, str(count), str(timeout_ms)
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [line for line in done.stdout.splitlines() if " -> " in line]
+    return [line for line in printed.splitlines() if " -> " in line]
 
 
 def release(world: LocalWorld, count: int) -> list[tuple[str, str]]:
