@@ -39,7 +39,7 @@ def test_a_switchover_of_an_active_active_queue_loses_and_duplicates_nothing_fro
     assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
     assert all(origin["produced"] > 0 for origin in origins.values())
     assert all(origin["consumed_primary"] > 0 for origin in origins.values())
-    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0), outcome
 
 
 def test_a_failover_of_an_active_active_queue_loses_nothing_beyond_the_bridge_and_bounds_duplicates(
@@ -63,7 +63,7 @@ def test_moving_one_queues_consumption_under_load_loses_duplicates_and_leaves_be
 
     assert (outcome["lost"], outcome["duplicates"]) == (0, 0)
     assert outcome["consumed_primary"] > 0 and outcome["consumed_dr"] > 0
-    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0)
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0), outcome
     assert outcome["by_origin"][topology.dr.name]["produced"] > 0
 
 

@@ -34,6 +34,7 @@ import random
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -545,7 +546,8 @@ class Drill:
                 idle = nothing_to_find
             removed = self._dequeued(purged_on) if (pending or left) and purged_on else None
             now = time.monotonic()
-            quiet_since = (quiet_since or now) if (pending == 0 and not left) or idle else None
+            # A browse cut short (left None) has not shown that nothing consumed is left.
+            quiet_since = (quiet_since or now) if (pending == 0 and left == 0) or idle else None
             if lowest is None or pending < lowest:
                 lowest, progressed_at = pending, now
             if left and (lowest_left is None or left < lowest_left):
@@ -564,7 +566,7 @@ class Drill:
                 return pending
             time.sleep(1.0 if pending and not idle else 0.5)
 
-    def _why_left(self, keys: set[str]) -> dict[str, Any]:
+    def _why_left(self, keys: set[str], broker: str) -> dict[str, Any]:
         """For a count that found consumed messages left: what the ledger says of a sample of them.
 
         Held in the ledger but not pending: marked purged, so a copy arrived after its removal
@@ -573,17 +575,47 @@ class Drill:
         prints this, so one failure names which of the three it was.
         """
         sample = sorted(keys)[:LEFT_SAMPLE]
+        traffic = self._traffic_of(sample, broker)
         try:
             pending = {p.key for p in self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT, read_only=True)}
             in_ledger = [k for k in sample if self.ledger.was_consumed(self.queue, k)]
         except BrokerSyncError as e:
-            return {"sample": sample[:5], "ledger_unreadable": str(e)}
+            return {"sample": sample[:5], "ledger_unreadable": str(e), **traffic}
         return {
             "sampled": len(sample),
             "in_ledger": len(in_ledger),
             "pending": len(set(sample) & pending),
             "sample": sample[:5],
             "purge_loop_running": self._purge_loop_running(),
+            **traffic,
+        }
+
+    def _traffic_of(self, sample: list[str], broker: str) -> dict[str, Any]:
+        """What the drill's own log and a browse say of ``sample``: where each was produced and
+        consumed, when (seconds into the drill), and whether its copy on ``broker`` is redelivered.
+
+        Redelivered copies are the late-copy sweep's; first deliveries consumed after the move
+        point at capture (the relay) or at a key given up on too early.
+        """
+        with self.log.lock:
+            consumed = {k: list(self.log.consumed.get(k, [])) for k in sample}
+            origin = {k: self.log.sent_to.get(k, "?") for k in sample}
+        times = [at - self.timeline.started for entries in consumed.values() for _, at in entries]
+        redelivered: int | None = None
+        connector = getattr(self, "connectors", {}).get(broker)
+        if connector is not None:
+            with contextlib.suppress(BrokerSyncError, LocalWorldError):
+                frames = browse(connector, self.queue, timeout_s=BROWSE_TIMEOUT_S)
+                redelivered = sum(
+                    1
+                    for f in frames
+                    if f.headers.get("correlation-id") in consumed and f.headers.get("redelivered") == "true"
+                )
+        return {
+            "consumed_on": dict(Counter("+".join(sorted({b for b, _ in e})) for e in consumed.values())),
+            "produced_on": dict(Counter(origin.values())),
+            "consumed_at_s": [round(min(times), 1), round(max(times), 1)] if times else None,
+            "redelivered_here": redelivered,
         }
 
     def _purge_loop_running(self) -> bool | None:
@@ -703,7 +735,7 @@ class Drill:
             left = on_old & consumed_any
             result["already_consumed_on_old_primary"] = len(left)
             if left:
-                result["left_on_old_primary"] = self._why_left(left)
+                result["left_on_old_primary"] = self._why_left(left, old)
             result["pending_purge_after"] = pending_after
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
             result["purge_settle_end"] = self.facts.get("purge_settle_end")
