@@ -593,17 +593,18 @@ class Drill:
 
     def _relay_totals(self) -> dict[str, int] | None:
         """The relay workers' running totals (every region's): what they captured of the drill
-        queue, parked, and drained as the purge's own removals (None: no world to read)."""
+        queue, parked, drained as the purge's own removals, and the audit's lost advisories (None: no world to read)."""
         world = getattr(self, "world", None)
         if world is None:
             return None
-        totals = {"captured": 0, "parked": 0, "passive": 0}
+        totals = {"captured": 0, "parked": 0, "passive": 0, "lost": 0}
         for path in world.state_dir.glob("sync-relay*.json"):
             with contextlib.suppress(OSError, ValueError):
                 status = json.loads(path.read_text())
                 totals["captured"] += int(status.get("by_queue", {}).get(self.queue, 0))
                 totals["parked"] += int(status.get("parked", 0))
                 totals["passive"] += int(status.get("passive", 0))
+                totals["lost"] += int(status.get("lost", 0))
         return totals
 
     def _traffic_of(self, sample: list[str], broker: str) -> dict[str, Any]:
