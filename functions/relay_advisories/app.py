@@ -64,6 +64,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             audit=audit,
             metrics=metrics,
             passive=duty.passive,
+            roles_hold=lambda: GATE.still_holds(standing),
         )
         report = relay.run(max_seconds=remaining, stop=record_moved)
         return report, audit.check()
@@ -78,6 +79,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "writeUnits": sum(r.write_units for r in reports),
         "reconnects": sum(r.reconnects for r in reports),
         "passiveDrained": sum(r.passive for r in reports),
+        "passiveDeferred": sum(r.passive_deferred for r in reports),
         "lostAdvisories": sum(f.missing for _, findings in results for f in findings if f.final),
         "brokers": [d.broker.name for d in standing.duties],
         "epoch": standing.epoch,

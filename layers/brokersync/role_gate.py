@@ -123,6 +123,20 @@ class RoleGate:
             standing = self.standing()
         return standing
 
+    def still_holds(self, standing: Standing) -> bool:
+        """Whether the role record, read now, is still at ``standing``'s epoch; False when it cannot be read.
+
+        :meth:`watch` notices a new epoch within ``poll_s``; work that acts on the roles in a way
+        a later read could contradict (the relay draining a queue's advisories as the purge's
+        own) asks this instead, after the input it acts on arrived, so no poll interval and no
+        slow read can leave it acting under roles that already moved.
+        """
+        try:
+            return self.store.assignment(self.topology).epoch == standing.epoch
+        except BrokerSyncError as e:
+            logger.warning("role record unreadable, not acting on the roles read last: %s", e)
+            return False
+
     @contextmanager
     def watch(self, standing: Standing) -> Iterator[threading.Event]:
         """An event set once the record moves past ``standing``'s epoch; the work stops on it.

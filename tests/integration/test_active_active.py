@@ -249,3 +249,37 @@ def test_while_the_primary_consumes_it_the_dr_broker_drains_the_purges_advisorie
 
     assert (drained.captured, drained.passive) == (0, 20)
     assert StatisticsClient(west).queue_stats(["BROKERSYNC.CONSUMED"])["BROKERSYNC.CONSUMED"].size == 0
+
+
+def test_a_relay_begun_before_a_queue_moved_records_the_consumption_that_follows_instead_of_draining_it(
+    topology: Topology, east: StompConnector, west: StompConnector
+) -> None:
+    """A relay run on DR began while the primary consumed CARTS (so CARTS's advisories there were
+    the purge's); the record then moved CARTS to DR and an application consumed it there. The
+    advisories it finds are not drained under the roles it began with: they stay for the next
+    run, which records them, and the primary's purge removes their copies."""
+    before = RoleAssignment.initial(topology)
+    moved = before.moved(QUEUE, topology.dr.name, "MOVE test")
+    [stale_duty] = [d for d in capture_duties(topology, before) if d.broker.name == topology.dr.name]
+    [moved_duty] = [d for d in capture_duties(topology, moved) if d.broker.name == topology.dr.name]
+    assert QUEUE in stale_duty.passive
+    produce(west, QUEUE, _messages(20, "west"))
+    _settled(topology)
+    consumed = {f.headers["message-id"] for f in receive(west, QUEUE, 20)}
+    ledger = memory_ledger()
+
+    stale = AdvisoryRelay(
+        StompConnector(stale_duty.broker.stomp),
+        LedgerWriter(ledger),
+        stale_duty.whole,
+        settings=FAST,
+        passive=stale_duty.passive,
+        roles_hold=lambda: False,  # the record moved after this run read it
+    ).run(max_seconds=3.0)
+    after = _relay_all(moved_duty, ledger)
+    [purge_on_primary] = [d for d in purge_duties(topology, moved) if QUEUE in d.queues]
+    _purge_all(purge_on_primary, ledger)
+
+    assert (stale.passive, stale.captured) == (0, 0) and stale.passive_deferred > 0
+    assert len(consumed) == 20 and after.captured == 20
+    assert browse(east, QUEUE) == []  # every copy of what DR consumed left the primary

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.control import ControlRecords
 from brokersync.role_gate import RoleGate
 from brokersync.roles import RoleAssignment, RoleStore
@@ -86,6 +87,30 @@ def test_working_loops_are_told_to_stop_when_the_record_moves_to_a_new_epoch(
         assert not moved.wait(0.2)
         store.write(RoleAssignment.initial(topology).next("SWITCHOVER exec-1: stop sync", sync_running=False))
         assert moved.wait(2)
+
+
+def test_the_roles_still_hold_until_the_record_moves_and_are_read_afresh_each_time(
+    topology: Topology, store: RoleStore
+) -> None:
+    gate = RoleGate(store, topology, "primary", "us-east-1", poll_s=60.0)
+    standing = gate.standing()
+    assert gate.still_holds(standing)
+
+    store.write(RoleAssignment.initial(topology).next("MOVE exec-1", sync_running=True))
+
+    assert not gate.still_holds(standing)  # no poll interval in between: the read is now
+
+
+class UnreadableStore(RoleStore):
+    def read(self) -> RoleAssignment | None:
+        raise BrokerSyncError("throttled")
+
+
+def test_roles_that_cannot_be_read_do_not_count_as_holding(topology: Topology, control_records: ControlRecords) -> None:
+    """The relay drains a queue's advisories as the purge's own only on roles read after they arrived."""
+    standing = RoleGate(RoleStore(control_records), topology, "primary", "us-east-1").standing()
+
+    assert not RoleGate(UnreadableStore(control_records), topology, "primary", "us-east-1").still_holds(standing)
 
 
 class FrozenStore(RoleStore):

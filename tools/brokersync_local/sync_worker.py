@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import json
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +151,11 @@ def run_relay(
         # As the relay function does: a new epoch anywhere ends the pass within the gate's poll,
         # also for a pass thawed after its region was partitioned.
         gate = RoleGate(switches.roles, base, "primary", role_region, poll_s=GATE_POLL_S)
-        with gate.watch(Standing(True, topology, assignment.epoch)) as moved, _either(stop, moved) as pass_stop:
-
-            def relay_on(duty: Duty) -> RelayReport:
+        standing = Standing(True, topology, assignment.epoch)
+        roles_hold = functools.partial(gate.still_holds, standing)
+        with gate.watch(standing) as moved, _either(stop, moved) as pass_stop:
+            # run_each calls it within this pass; the default binds this pass's gate reading.
+            def relay_on(duty: Duty, roles_hold: Callable[[], bool] = roles_hold) -> RelayReport:
                 broker = StompConnector(duty.broker.stomp)
                 statistics = StatisticsClient(broker)
                 key = (duty.broker.name, tuple(duty.queues))
@@ -166,6 +169,7 @@ def run_relay(
                     audit=audits[key],
                     metrics=metrics,
                     passive=duty.passive,
+                    roles_hold=roles_hold,
                 )
                 report = relay.run(max_seconds=2, stop=pass_stop)
                 audits[key].check()

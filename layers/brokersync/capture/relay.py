@@ -76,6 +76,9 @@ class RelayReport:
     captured_by_queue: Counter[str] = field(default_factory=Counter)
     #: Advisories of the purge's removals on a broker that does not consume their queue (drained, not recorded).
     passive: int = 0
+    #: Advisories of such queues left unacked because the role record had moved (or could not be
+    #: read) when they were to be drained: the next run reads them under the new roles.
+    passive_deferred: int = 0
     #: Captured records that left the primary other than by consumption (expired, dead-lettered).
     departed: Counter[str] = field(default_factory=Counter)
 
@@ -99,13 +102,21 @@ class AdvisoryRelay:
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.time,
         passive: frozenset[str] = frozenset(),
+        roles_hold: Callable[[], bool] | None = None,
     ) -> None:
+        """``roles_hold`` reads the role record and says whether it still holds the roles
+        ``passive`` was made from (False when it moved or cannot be read); None: never asked."""
         self.connector = connector
         self.writer = writer
         self.topology = topology
         #: Queues consumed on the other broker: their advisories here are the purge's removals
         #: (:mod:`brokersync.sides`), acked and counted for the audit but never recorded.
         self.passive = passive
+        #: Asked before a batch's advisories are drained as the purge's own, after they arrived:
+        #: the roles read when the run began may have moved since (a queue move flips them), and
+        #: then those advisories may be an application's consumption here, to be recorded.
+        self.roles_hold = roles_hold
+        self._roles_moved = False
         self.settings = settings or RelaySettings()
         self.statistics = statistics
         self.audit = audit
@@ -154,11 +165,12 @@ class AdvisoryRelay:
         report = RelayReport()
         deadline = time.monotonic() + max_seconds
         stop = stop or threading.Event()
+        self._roles_moved = False
         self._connect()
         carried: list[stomp.utils.Frame] = []
         try:
             idle_since = time.monotonic()
-            while not stop.is_set() and time.monotonic() < deadline:
+            while not stop.is_set() and not self._roles_moved and time.monotonic() < deadline:
                 frames, disconnected = self._take_batch(deadline, stop)
                 if disconnected:
                     carried = []  # unacked on a dead connection: the broker redelivers them
@@ -217,16 +229,17 @@ class AdvisoryRelay:
         At most one batch is held, and nothing is held when a run ends.
         """
         records, rejected = self._parse(frames)
+        deferred: list[stomp.utils.Frame] = []
         if self.passive:
-            records = self._drop_passive(records, report)
+            records, deferred = self._drop_passive(records, report)
         records, held = self._hold_newest_bucket(records) if hold_newest else (records, [])
         if records:
             records, refused = self._write(records, report)
             rejected += refused
         if rejected:
             self._park_confirmed(rejected, report)
-        held_ids = {id(f) for f in held}
-        self._ack([f for f in frames if id(f) not in held_ids])
+        unacked = {id(f) for f in held + deferred}
+        self._ack([f for f in frames if id(f) not in unacked])
         report.batches += 1
         report.captured += len(records)
         report.captured_by_queue.update(r.queue for r, _ in records)
@@ -247,18 +260,37 @@ class AdvisoryRelay:
             records.append((record, frame))
         return records, rejected
 
-    def _drop_passive(self, records: list[_Parsed], report: RelayReport) -> list[_Parsed]:
+    def _drop_passive(
+        self, records: list[_Parsed], report: RelayReport
+    ) -> tuple[list[_Parsed], list[stomp.utils.Frame]]:
+        """``records`` without the passive queues' advisories, and the frames of those left unacked.
+
+        They are drained (acked, never recorded) only when the role record, read now, after
+        they arrived, still holds the roles they were judged by. Otherwise they stay unacked and
+        the run ends: the broker hands them to the next run, which reads the roles afresh.
+        """
         removals = Counter(
             (r.queue, f.headers.get("originBrokerId", "unknown")) for r, f in records if r.queue in self.passive
         )
         if not removals:
-            return records
+            return records, []
+        rest = [(r, f) for r, f in records if r.queue not in self.passive]
+        if self.roles_hold is not None and not self.roles_hold():
+            deferred = [f for r, f in records if r.queue in self.passive]
+            self._roles_moved = True
+            report.passive_deferred += len(deferred)
+            logger.info(
+                "role record moved or unreadable: %d advisories of %s left for the next run",
+                len(deferred),
+                ", ".join(sorted(self.passive)),
+            )
+            return rest, deferred
         report.passive += sum(removals.values())
         self.metrics.add_metric("PassiveRemovalsDrained", "Count", sum(removals.values()))
         if self.audit is not None:
             # The broker counts them as dequeues: account for them, or the audit would call them lost.
             self.audit.record_captured(removals)
-        return [(r, f) for r, f in records if r.queue not in self.passive]
+        return rest, []
 
     def _hold_newest_bucket(self, records: list[_Parsed]) -> tuple[list[_Parsed], list[stomp.utils.Frame]]:
         newest = max(bucket_of(r.consumed_at_ms) for r, _ in records) if records else None
