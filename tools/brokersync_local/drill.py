@@ -597,13 +597,14 @@ class Drill:
         world = getattr(self, "world", None)
         if world is None:
             return None
-        totals = {"captured": 0, "parked": 0, "passive": 0, "lost": 0}
+        totals = {"captured": 0, "parked": 0, "passive": 0, "passive_deferred": 0, "lost": 0}
         for path in world.state_dir.glob("sync-relay*.json"):
             with contextlib.suppress(OSError, ValueError):
                 status = json.loads(path.read_text())
                 totals["captured"] += int(status.get("by_queue", {}).get(self.queue, 0))
                 totals["parked"] += int(status.get("parked", 0))
                 totals["passive"] += int(status.get("passive", 0))
+                totals["passive_deferred"] += int(status.get("passive_deferred", 0))
                 totals["lost"] += int(status.get("lost", 0))
         return totals
 

@@ -180,6 +180,7 @@ def run_relay(
                     totals["captured"] += report.captured
                     totals["parked"] += report.parked_total
                     totals["passive"] = totals.get("passive", 0) + report.passive
+                    totals["passive_deferred"] = totals.get("passive_deferred", 0) + report.passive_deferred
                     for queue, count in report.captured_by_queue.items():
                         totals["by_queue"][queue] = totals["by_queue"].get(queue, 0) + count
                 totals["lost"] = int(metrics.total("AdvisoriesLost"))
