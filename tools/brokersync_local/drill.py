@@ -35,7 +35,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +43,7 @@ from types import FrameType
 from typing import Any, Literal
 
 import boto3
+import stomp
 from botocore.exceptions import BotoCoreError, ClientError
 from ulid import ULID
 
@@ -566,16 +567,17 @@ class Drill:
                 return pending
             time.sleep(1.0 if pending and not idle else 0.5)
 
-    def _why_left(self, keys: set[str], broker: str) -> dict[str, Any]:
+    def _why_left(self, keys: set[str], redelivered: set[str] | None) -> dict[str, Any]:
         """For a count that found consumed messages left: what the ledger says of a sample of them.
 
         Held in the ledger but not pending: marked purged, so a copy arrived after its removal
         (the late-copy sweep's to remove). Pending: the purge had not reached it. Neither: the
         consumption was never captured (or not yet replicated here). A failing drill test
-        prints this, so one failure names which of the three it was.
+        prints this, so one failure names which of the three it was. ``redelivered``: the keys whose
+        copy the count's browse found redelivered (None: not browsed).
         """
         sample = sorted(keys)[:LEFT_SAMPLE]
-        traffic = self._traffic_of(sample, broker)
+        traffic = self._traffic_of(sample, redelivered)
         try:
             pending = {p.key for p in self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT, read_only=True)}
             in_ledger = [k for k in sample if self.ledger.was_consumed(self.queue, k)]
@@ -593,24 +595,20 @@ class Drill:
 
     def _relay_totals(self) -> dict[str, int] | None:
         """The relay workers' running totals (every region's): what they captured of the drill
-        queue, parked, drained as the purge's own removals, and the audit's lost advisories (None: no world to read)."""
-        world = getattr(self, "world", None)
-        if world is None:
+        queue, parked, drained as the purge's own removals, and the audit's lost advisories (None: no workers)."""
+        workers: SyncWorkers | None = getattr(self, "workers", None)
+        if workers is None:
             return None
-        totals = {"captured": 0, "parked": 0, "passive": 0, "passive_deferred": 0, "lost": 0}
-        for path in world.state_dir.glob("sync-relay*.json"):
-            with contextlib.suppress(OSError, ValueError):
-                status = json.loads(path.read_text())
-                totals["captured"] += int(status.get("by_queue", {}).get(self.queue, 0))
-                totals["parked"] += int(status.get("parked", 0))
-                totals["passive"] += int(status.get("passive", 0))
-                totals["passive_deferred"] += int(status.get("passive_deferred", 0))
-                totals["lost"] += int(status.get("lost", 0))
-        return totals
+        statuses = workers.region_statuses("relay")
+        totals = {
+            name: sum(int(status.get(name, 0)) for status in statuses)
+            for name in ("parked", "passive", "passive_deferred", "lost")
+        }
+        return {"captured": sum(int(s.get("by_queue", {}).get(self.queue, 0)) for s in statuses), **totals}
 
-    def _traffic_of(self, sample: list[str], broker: str) -> dict[str, Any]:
-        """What the drill's own log and a browse say of ``sample``: where each was produced and
-        consumed, when (seconds into the drill), and whether its copy on ``broker`` is redelivered.
+    def _traffic_of(self, sample: list[str], redelivered: set[str] | None) -> dict[str, Any]:
+        """What the drill's own log says of ``sample``: where each was produced and consumed, and
+        when (seconds into the drill); and how many of their copies are redelivered.
 
         Redelivered copies are the late-copy sweep's; first deliveries consumed after the move
         point at capture (the relay) or at a key given up on too early.
@@ -619,21 +617,11 @@ class Drill:
             consumed = {k: list(self.log.consumed.get(k, [])) for k in sample}
             origin = {k: self.log.sent_to.get(k, "?") for k in sample}
         times = [at - self.timeline.started for entries in consumed.values() for _, at in entries]
-        redelivered: int | None = None
-        connector = getattr(self, "connectors", {}).get(broker)
-        if connector is not None:
-            with contextlib.suppress(BrokerSyncError, LocalWorldError):
-                frames = browse(connector, self.queue, timeout_s=BROWSE_TIMEOUT_S)
-                redelivered = sum(
-                    1
-                    for f in frames
-                    if f.headers.get("correlation-id") in consumed and f.headers.get("redelivered") == "true"
-                )
         return {
             "consumed_on": dict(Counter("+".join(sorted({b for b, _ in e})) for e in consumed.values())),
             "produced_on": dict(Counter(origin.values())),
             "consumed_at_s": [round(min(times), 1), round(max(times), 1)] if times else None,
-            "redelivered_here": redelivered,
+            "redelivered_here": len(redelivered.intersection(sample)) if redelivered is not None else None,
         }
 
     def _purge_loop_running(self) -> bool | None:
@@ -681,8 +669,11 @@ class Drill:
 
     def _keys_on(self, broker: str) -> set[str]:
         """Correlation ids of the messages on the drill's queue on ``broker`` (browsed, not consumed)."""
-        frames = browse(self.connectors[broker], self.queue, timeout_s=BROWSE_TIMEOUT_S)
-        return {f.headers.get("correlation-id", "") for f in frames}
+        return _keys_of(self._frames_on(broker))
+
+    def _frames_on(self, broker: str) -> list[stomp.utils.Frame]:
+        """The messages on the drill's queue on ``broker``, browsed (nothing consumed)."""
+        return browse(self.connectors[broker], self.queue, timeout_s=BROWSE_TIMEOUT_S)
 
     # -- counting ---------------------------------------------------------------------------------
     def _outcome(self, old: str, new: str) -> dict[str, Any]:
@@ -708,7 +699,9 @@ class Drill:
             produced = set(self.log.confirmed)
             consumed = self.log.brokers_consumed_on()
         on_new = self._keys_on(new)
-        on_old = self._keys_on(old) if old_alive else set()
+        # One browse of the old primary: its keys count, and which are redelivered explains what is left.
+        old_frames = self._frames_on(old) if old_alive else []
+        on_old = _keys_of(old_frames)
         consumed_any = set(consumed)
         duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
         lost = produced - consumed_any - on_new - on_old
@@ -753,7 +746,8 @@ class Drill:
             left = on_old & consumed_any
             result["already_consumed_on_old_primary"] = len(left)
             if left:
-                result["left_on_old_primary"] = self._why_left(left, old)
+                redelivered = _keys_of(f for f in old_frames if f.headers.get("redelivered") == "true")
+                result["left_on_old_primary"] = self._why_left(left, redelivered)
             result["pending_purge_after"] = pending_after
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
             result["purge_settle_end"] = self.facts.get("purge_settle_end")
@@ -761,6 +755,11 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
         return result
+
+
+def _keys_of(frames: Iterable[stomp.utils.Frame]) -> set[str]:
+    """The correlation ids (the drill's keys) of browsed messages."""
+    return {f.headers.get("correlation-id", "") for f in frames}
 
 
 def move_drain_s(output: dict[str, Any]) -> float | None:

@@ -137,10 +137,19 @@ class SyncWorkers:
         return rows
 
     def _worker_status(self, worker: str) -> dict[str, Any]:
-        try:
-            return json.loads((self.world.state_dir / f"sync-{worker}.json").read_text())
-        except (OSError, ValueError):
-            return {}
+        return _read_status(self.world.state_dir / f"sync-{worker}.json")
+
+    def region_statuses(self, worker: str) -> list[dict[str, Any]]:
+        """The running totals of every ``worker`` process, the two-region world's one per region included."""
+        return [_read_status(path) for path in sorted(self.world.state_dir.glob(f"sync-{worker}*.json"))]
+
+
+def _read_status(path: Path) -> dict[str, Any]:
+    """A worker's status file, or nothing when it is not written (yet) or half written."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def format_status(rows: list[dict[str, Any]]) -> str:

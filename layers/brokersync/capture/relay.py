@@ -269,14 +269,12 @@ class AdvisoryRelay:
         they arrived, still holds the roles they were judged by. Otherwise they stay unacked and
         the run ends: the broker hands them to the next run, which reads the roles afresh.
         """
-        removals = Counter(
-            (r.queue, f.headers.get("originBrokerId", "unknown")) for r, f in records if r.queue in self.passive
-        )
-        if not removals:
+        passive = [(r, f) for r, f in records if r.queue in self.passive]
+        if not passive:
             return records, []
         rest = [(r, f) for r, f in records if r.queue not in self.passive]
         if self.roles_hold is not None and not self.roles_hold():
-            deferred = [f for r, f in records if r.queue in self.passive]
+            deferred = [f for _, f in passive]
             self._roles_moved = True
             report.passive_deferred += len(deferred)
             logger.info(
@@ -285,8 +283,9 @@ class AdvisoryRelay:
                 ", ".join(sorted(self.passive)),
             )
             return rest, deferred
-        report.passive += sum(removals.values())
-        self.metrics.add_metric("PassiveRemovalsDrained", "Count", sum(removals.values()))
+        removals = Counter((r.queue, f.headers.get("originBrokerId", "unknown")) for r, f in passive)
+        report.passive += len(passive)
+        self.metrics.add_metric("PassiveRemovalsDrained", "Count", len(passive))
         if self.audit is not None:
             # The broker counts them as dequeues: account for them, or the audit would call them lost.
             self.audit.record_captured(removals)

@@ -23,7 +23,7 @@ def test_left_messages_are_told_apart_by_what_the_ledger_holds() -> None:
     drill = Drill.__new__(Drill)  # only what _why_left reads: no world, no brokers
     drill.ledger, drill.queue, drill.log, drill.timeline = ledger, "ORDERS", TrafficLog(), Timeline()
 
-    why = drill._why_left({purged.key, pending.key, never_captured.key}, "orders-use1")  # no sync control, no brokers
+    why = drill._why_left({purged.key, pending.key, never_captured.key}, None)  # no sync control, no browse
 
     assert (why["sampled"], why["in_ledger"], why["pending"]) == (3, 2, 1)
     assert why["purge_loop_running"] is None
@@ -42,9 +42,20 @@ def test_left_messages_say_where_the_drill_produced_and_consumed_them() -> None:
     drill = Drill.__new__(Drill)
     drill.ledger, drill.queue, drill.log, drill.timeline = memory_ledger(), "ORDERS", log, timeline
 
-    why = drill._why_left(set(keys), "orders-use1")
+    why = drill._why_left(set(keys), None)
 
     assert why["consumed_on"] == {"orders-usw2": 2, "orders-use1": 1}
     assert why["produced_on"] == {"orders-use1": 1, "orders-usw2": 2}
     assert why["consumed_at_s"] == [5.0, 5.0]
-    assert why["redelivered_here"] is None  # no broker to browse
+    assert why["redelivered_here"] is None  # not browsed
+
+
+def test_left_messages_count_those_whose_copy_the_browse_found_redelivered() -> None:
+    """A redelivered copy is the late-copy sweep's to remove; a first delivery is not."""
+    keys = sorted(str(ULID()) for _ in range(3))
+    drill = Drill.__new__(Drill)
+    drill.ledger, drill.queue, drill.log, drill.timeline = memory_ledger(), "ORDERS", TrafficLog(), Timeline()
+
+    why = drill._why_left(set(keys), {keys[0], str(ULID())})  # one more, redelivered but not left
+
+    assert why["redelivered_here"] == 1
