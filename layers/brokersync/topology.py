@@ -41,6 +41,13 @@ SyncKey = Literal["correlation-id", "message-id"]
 
 # A plain physical queue name: no wildcards (`>` `*`), no composite separator (`,`), no blanks.
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*$")
+#: Longest synced queue name. ActiveMQ sets no limit, but BrokerSync puts the name into keys
+#: AWS does limit: the ledger's partition keys (DynamoDB: 2,048 bytes) and the snapshot parts'
+#: S3 keys (1,024 bytes, after a ``snapshots/<run>/<role>/`` prefix). A longer name would pass
+#: the render and fail every ledger write of that queue, so it is refused here.
+MAX_QUEUE_NAME_LENGTH = 255
+#: Secrets Manager's own rule for a secret's name (the functions read the broker users' passwords there).
+_SECRET_NAME_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"  # noqa: S105 (a name rule, not a password)
 _BROKER_ID = re.compile(r"^b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _BROKER_ARN = re.compile(
     r"^arn:aws[a-z-]*:mq:[a-z0-9-]+:\d{12}:broker:[A-Za-z0-9_-]{1,50}:"
@@ -79,7 +86,7 @@ class Broker(_Strict):
     region: str | None = None
     openwire: Annotated[list[str], Field(min_length=1, max_length=2)]
     stomp: Annotated[list[str], Field(min_length=1, max_length=2)]
-    credentials_secret: Annotated[str, Field(min_length=1)]
+    credentials_secret: Annotated[str, Field(pattern=_SECRET_NAME_PATTERN)]
     crdr: bool = False
 
     @field_validator("broker_id")
@@ -136,6 +143,11 @@ class Queue(_Strict):
     @field_validator("name")
     @classmethod
     def _physical_name(cls, value: str) -> str:
+        if len(value) > MAX_QUEUE_NAME_LENGTH:
+            raise ValueError(
+                f"{value[:40]!r}... is {len(value)} characters long; "
+                f"a synced queue's name has at most {MAX_QUEUE_NAME_LENGTH}"
+            )
         if not _QUEUE_NAME.match(value):
             raise ValueError(f"{value!r} is not a plain queue name (no wildcards, commas or blanks)")
         if value.startswith(_RESERVED_PREFIXES):
@@ -244,7 +256,7 @@ class Topology(_Strict):
     """The pair, its synced queues and how they are copied."""
 
     version: Literal[1] = 1
-    dr_suffix: Annotated[str, Field(pattern=r"^\.[A-Za-z0-9_$\-]+$")] = ".DR"
+    dr_suffix: Annotated[str, Field(pattern=r"^\.[A-Za-z0-9_$\-]{1,32}$")] = ".DR"
     brokers: Annotated[list[Broker], Field(min_length=2, max_length=2)]
     queues: Annotated[list[Queue], Field(min_length=1)]
     tuning: Tuning = Tuning()

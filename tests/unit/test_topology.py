@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from brokersync.exceptions import TopologyError
-from brokersync.topology import Topology, load_topology, parse_topology
+from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology, load_topology, parse_topology
 
 
 @pytest.fixture
@@ -100,6 +100,7 @@ def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
         (lambda r: r["queues"][0].update(name="ORDERS.>"), "queues[0].name"),
         (lambda r: r["queues"][0].update(name="A,B"), "queues[0].name"),
         (lambda r: r["queues"][0].update(name="BROKERSYNC.CONSUMED"), "queues[0].name"),
+        (lambda r: r["queues"][0].update(name="Q" * (MAX_QUEUE_NAME_LENGTH + 1)), "queues[0].name"),
         (lambda r: r["queues"][0].update(name="ORDERS.DR"), "queues"),
         (lambda r: r["queues"].append({"name": "ORDERS"}), "queues"),
         (lambda r: r.update(queues=[]), "queues"),
@@ -110,10 +111,13 @@ def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
         (lambda r: r["brokers"][0].update(openwire=["ssl://h?maxReconnectDelay=1:61617"]), "brokers[0].openwire"),
         (lambda r: r["tuning"]["bridge"].update(max_reconnect_delay_ms=500), "tuning.bridge.max_reconnect_delay_ms"),
         (lambda r: r["brokers"][0].pop("credentials_secret"), "brokers[0].credentials_secret"),
+        (lambda r: r["brokers"][0].update(credentials_secret="my secret"), "brokers[0].credentials_secret"),
+        (lambda r: r["brokers"][0].update(credentials_secret="s" * 513), "brokers[0].credentials_secret"),
         (lambda r: r["brokers"][0].update(crdr=True), "brokers"),
         (lambda r: r["tuning"]["bridge"].update(prefetch=10), "tuning.bridge.prefetch"),
         (lambda r: r["tuning"]["dr"].update(max_page_size=10), "tuning.dr.max_page_size"),
         (lambda r: r.update(dr_suffix="DR"), "dr_suffix"),
+        (lambda r: r.update(dr_suffix="." + "D" * 33), "dr_suffix"),
         (lambda r: r.update(version=2), "version"),
     ],
 )

@@ -16,11 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokersync.snapshot.browser import QueueBrowser
-from brokersync.topology import Broker, Topology
+from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Broker, Topology
 
 #: ActiveMQ's default maxBrowsePageSize: a queue browsed to exactly this many may be cut.
 DEFAULT_BROWSE_LIMIT = 400
 DEFAULT_PART_LINES = 50_000
+#: S3's limit on an object key, in bytes.
+S3_MAX_KEY_BYTES = 1024
+_PART_NAME = "part-{:05d}.jsonl.gz"
+#: Longest prefix whose part keys fit S3's limit for every queue name a topology accepts:
+#: ``<prefix>/<queue>/part-NNNNN.jsonl.gz``. A longer one would fail at the first part, after the
+#: browse of the first queue, so it is refused before anything is browsed.
+MAX_PREFIX_BYTES = S3_MAX_KEY_BYTES - MAX_QUEUE_NAME_LENGTH - len("//") - len(_PART_NAME.format(0))
 
 
 @dataclass
@@ -65,7 +72,7 @@ class PartWriter:
     def flush(self) -> None:
         if not self.buffer:
             return
-        key = f"{self.prefix}/{self.queue}/part-{len(self.parts):05d}.jsonl.gz"
+        key = f"{self.prefix}/{self.queue}/{_PART_NAME.format(len(self.parts))}"
         self.put(key, gzip.compress(("\n".join(self.buffer) + "\n").encode("utf-8"), compresslevel=6))
         self.parts.append(key)
         self.buffer = []
@@ -82,6 +89,10 @@ def snapshot_broker(
     browse_limit: int | None = None,
 ) -> SnapshotReport:
     """Browse every synced queue on ``broker`` into parts under ``prefix``; write the manifest last."""
+    if len(prefix.rstrip("/").encode()) > MAX_PREFIX_BYTES:
+        raise ValueError(
+            f"a snapshot prefix has at most {MAX_PREFIX_BYTES} bytes (S3 keys), not {len(prefix.encode())}"
+        )
     limit = browse_limit or (topology.tuning.dr.max_browse_page_size if broker.role == "dr" else DEFAULT_BROWSE_LIMIT)
     report = SnapshotReport(broker=broker.name, prefix=prefix, started_ms=int(time.time() * 1000))
     for queue in topology.queues:

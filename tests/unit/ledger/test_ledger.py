@@ -23,6 +23,7 @@ from brokersync.ledger import (
 )
 from brokersync.ledger.ledger import LEGACY_SHARDS
 from brokersync.ledger.schema import create_ledger_table
+from brokersync.topology import MAX_QUEUE_NAME_LENGTH
 from tests.unit.ledger.conftest import NOW, Clock
 
 T0 = int(NOW * 1000)
@@ -69,6 +70,17 @@ def test_queues_are_kept_apart(ledger: Ledger) -> None:
     ledger.record("ORDERS", _entries(_ulids(3)))
 
     assert ledger.pending("PAYMENTS") == []
+
+
+def test_the_longest_queue_name_a_topology_accepts_fits_every_ledger_key(ledger: Ledger) -> None:
+    queue = "Q" * MAX_QUEUE_NAME_LENGTH
+    keys = _ulids(3)
+    ledger.record(queue, _entries(keys))
+
+    ledger.mark_purged(queue, ledger.pending(queue)[:2])
+
+    assert [p.key for p in ledger.pending(queue)] == keys[2:]
+    assert ledger.was_consumed(queue, keys[0])
 
 
 def test_purged_keys_are_no_longer_pending_and_marking_twice_is_harmless(ledger: Ledger) -> None:
