@@ -2,8 +2,8 @@
 
 Validation is strict because a key ends up inside a JMS selector on the DR broker: an id
 that could carry a quote, a comma or a wildcard could widen ``JMSMessageID IN (...)``
-and remove a message that was never consumed. The two kinds never overlap (a ULID never
-starts with ``ID:``), so a key says by itself which kind it is.
+and remove a message that was never consumed. The two kinds never overlap (a message id
+always holds colons, a ULID never does), so a key says by itself which kind it is.
 
 Every pattern is matched against the whole string (``fullmatch``) and in ASCII only: ``$``
 also matches before a trailing newline, and ``\\d`` or ``str.upper()`` also accept or
@@ -31,9 +31,14 @@ ULID_PATTERN = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", re.ASCII)
 #: Over OpenWire the client library makes it, so the start stamp is the client's clock: Java
 #: and C++ (CMS) clients write milliseconds (13 digits), the .NET client (Apache.NMS.ActiveMQ)
 #: writes ``DateTime.Now.Ticks`` (18 digits), hence up to 19, a long's width. STOMP producers
-#: get session -1, so the last three fields may be negative.
+#: get session -1, so the last three fields may be negative. A Java client given a
+#: ``connectionIDPrefix`` puts that prefix where ``ID:<host>`` would be (ActiveMQ's
+#: ``IdGenerator(prefix)``: ``<prefix>-<port>-<start>-<n>``), so ``ID:`` is optional and the
+#: prefix takes the host's characters. Every id keeps only letters, digits, ``._-:``: nothing a
+#: selector's string literal could be broken out of.
 MESSAGE_ID_PATTERN = re.compile(
-    r"ID:[A-Za-z0-9._-]{1,200}-[0-9]{1,10}-[0-9]{10,19}-[0-9]{1,10}:[0-9]{1,10}(?::-?[0-9]{1,19}){3}", re.ASCII
+    r"(?:ID:)?[A-Za-z0-9._-]{1,200}-[0-9]{1,10}-[0-9]{10,19}-[0-9]{1,10}:[0-9]{1,10}(?::-?[0-9]{1,19}){3}",
+    re.ASCII,
 )
 
 
@@ -51,8 +56,8 @@ class InvalidKeyError(BrokerSyncError):
 
 
 def key_kind(key: str) -> SyncKey:
-    """Which kind a key is, by its shape (message ids start with ``ID:``)."""
-    return "message-id" if key.startswith("ID:") else "correlation-id"
+    """Which kind a key is, by its shape: message ids hold colons, ULIDs never do."""
+    return "message-id" if ":" in key else "correlation-id"
 
 
 def validate_key(key: str, kind: SyncKey) -> str:

@@ -1,9 +1,10 @@
 """Messages that OpenWire clients produced leave DR once consumed on the primary, and only those.
 
 Over OpenWire the client library makes each message's id, so its shape is the client's, not
-the broker's. These tests produce on the primary with the real ActiveMQ JMS client, once as
-itself and once with the connection ids Apache.NMS.ActiveMQ (the .NET client) makes, whose
-start stamp is .NET ticks (18 digits, where Java's milliseconds have 13). They consume part
+the broker's. These tests produce on the primary with the real ActiveMQ JMS client: as
+itself, with the connection ids Apache.NMS.ActiveMQ (the .NET client) makes, whose start
+stamp is .NET ticks (18 digits, where Java's milliseconds have 13), and with a
+``connectionIDPrefix`` of its own, which replaces ``ID:<host>`` in every id. They consume part
 of the messages on the primary over STOMP, run capture and purge to the end, and read DR
 with a browse: exactly the unconsumed messages are left, none of them redelivered.
 
@@ -38,7 +39,7 @@ def produce_over_openwire(world: LocalWorld, queue: str, style: str, correlation
     return ids
 
 
-@pytest.mark.parametrize("style", ["java", "nms"])
+@pytest.mark.parametrize("style", ["java", "nms", "prefixed"])
 @pytest.mark.parametrize("queue", ["ORDERS", "PAYMENTS"])
 def test_only_the_consumed_messages_an_openwire_client_produced_leave_dr(
     world: LocalWorld, topology: Topology, primary: StompConnector, dr: StompConnector, style: str, queue: str

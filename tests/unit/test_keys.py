@@ -24,6 +24,8 @@ def test_a_ulid_is_a_correlation_id_key() -> None:
         "ID:ip-10-0-1-23.ec2.internal-38123-1700000000000-3:1:1:1:42",
         # Apache.NMS.ActiveMQ (.NET) stamps its connection ids with DateTime.Now.Ticks
         "ID:WIN-BUILD01-49731-638681234567890123-0:0:1:1:7",
+        # the Java client given a connectionIDPrefix: the prefix replaces ID:<host>
+        "billing-app-37725-1795897540581-1:1:1:1:4",
     ],
 )
 def test_activemq_message_ids_are_message_id_keys(message_id: str) -> None:
@@ -74,6 +76,21 @@ def test_the_ulid_timestamp_is_its_creation_time() -> None:
 def test_a_ulid_must_be_the_whole_string_and_ascii(key: str) -> None:
     with pytest.raises(InvalidKeyError):
         validate_key(key, "correlation-id")
+
+
+@pytest.mark.parametrize(
+    "message_id",
+    [
+        "billing app-37725-1795897540581-1:1:1:1:4",
+        "billing'app-37725-1795897540581-1:1:1:1:4",
+        "billing,app-37725-1795897540581-1:1:1:1:4",
+        "billing%app-37725-1795897540581-1:1:1:1:4",
+        "app:x-37725-1795897540581-1:1:1:1:4",
+    ],
+)
+def test_a_connection_id_prefix_is_held_to_the_characters_of_a_host_name(message_id: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        validate_key(message_id, "message-id")
 
 
 @pytest.mark.parametrize(

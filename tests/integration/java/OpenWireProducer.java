@@ -8,6 +8,9 @@
 //   nms   Apache.NMS.ActiveMQ, the .NET client: the same, but its IdGenerator stamps the start
 //         with .NET's DateTime.Now.Ticks (100 ns since the year 1), 18 digits where Java's
 //         milliseconds have 13.
+//   prefixed  the Java client given a connectionIDPrefix (here "billing-app"), as an
+//         application may set it on its connection factory: the prefix replaces "ID:<host>",
+//         billing-app-<port>-<start>-<n>:<connection>:<session>:<producer>:<seq>
 //
 // The nms style is the Java client with a connection id generator shaped as NMS's: the id is
 // the client's to choose, and the broker keeps it as sent. Everything else (the OpenWire
@@ -50,15 +53,17 @@ public class OpenWireProducer {
             super(url);
             if (style.equals("nms")) {
                 setConnectionIdGenerator(new NmsShapedIds());
+            } else if (style.equals("prefixed")) {
+                setConnectionIDPrefix("billing-app");
             } else if (!style.equals("java")) {
-                throw new IllegalArgumentException("style must be java or nms, not " + style);
+                throw new IllegalArgumentException("style must be java, nms or prefixed, not " + style);
             }
         }
     }
 
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: OpenWireProducer BROKER_URL QUEUE java|nms CORRELATION_ID...");
+            System.err.println("usage: OpenWireProducer BROKER_URL QUEUE java|nms|prefixed CORRELATION_ID...");
             System.exit(2);
         }
         Connection connection = new Factory(args[0], args[2]).createConnection();
