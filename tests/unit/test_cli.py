@@ -107,3 +107,35 @@ def test_a_warm_up_that_is_not_0_or_more_seconds_is_a_usage_error(warm_up: str) 
         main(["drill", "--mode", "failover", "--warm-up", warm_up])
 
     assert exited.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cost", "--rate", "-5"],
+        ["cost", "--rate", "0"],
+        ["cost", "--rate", "inf"],
+        ["cost", "--rate", "nan"],
+        ["drill", "--mode", "failover", "--rate", "0"],
+        ["drill", "--mode", "failover", "--duration", "-3"],
+        ["drill", "--mode", "failover", "--kill-at", "-1"],
+        ["demo", "--rate", "fast"],
+        ["copy-burst", "--messages", "0"],
+        ["local", "up", "--primary-stomp", "99999"],
+        ["status", "--rpo", "0"],
+        ["apply-config", "--role", "dr", "--poll", "0"],
+    ],
+)
+def test_a_number_that_cannot_be_meant_is_a_usage_error_naming_the_option(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+
+    assert exited.value.code == 2
+    assert f"argument {argv[-2]}: " in capsys.readouterr().err
+
+
+def test_a_cost_at_a_positive_rate_is_still_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--rate", "250"]) == 0
+    assert json.loads(capsys.readouterr().out)["estimates"][0]["rate_msgs_per_s"] == 250.0

@@ -21,6 +21,7 @@ from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
 from brokersync_cli import operations, reconcile
+from brokersync_cli.argtypes import count, non_negative, port, positive
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -113,26 +114,21 @@ DRILL_MODES = [
 ]
 
 
-def _seconds(text: str) -> float:
-    """A number of seconds, 0 or more (argparse type): a negative warm-up is a typo, not a request."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text} is not 0 or more seconds")
-    return value
-
-
 def _add_demo_and_drill(sub: Any) -> None:
     """The two commands that run a fresh pair of their own: the demo and the drill."""
     demo = sub.add_parser(
         "demo", help="the whole system on a fresh local pair: steady load shown live, then a drill and its summary"
     )
     demo.add_argument("--mode", default="switchover", choices=["switchover", "failover"])
-    demo.add_argument("--rate", type=float, default=200.0, help="messages per second produced (default 200)")
-    demo.add_argument("--duration", type=float, default=60.0, help="seconds of steady load before the drill (60)")
-    demo.add_argument("--after", type=float, default=None, help="seconds of load after the switch (default: 15)")
+    demo.add_argument(
+        "--rate", type=positive("msg/s"), default=200.0, help="messages per second produced (default 200)"
+    )
+    demo.add_argument(
+        "--duration", type=positive("seconds"), default=60.0, help="seconds of steady load before the drill (60)"
+    )
+    demo.add_argument(
+        "--after", type=non_negative("seconds"), default=None, help="seconds of load after the switch (default: 15)"
+    )
     demo.add_argument("--report", default="reports/demo", help="directory for the drill's HTML report")
     demo.add_argument("--headless", action="store_true", help="plain periodic lines, even on a terminal")
     demo.add_argument("--json", dest="json_out", default=None, help="also write the summary as JSON to this file")
@@ -156,14 +152,21 @@ def _add_demo_and_drill(sub: Any) -> None:
         " both (--topology examples/active-active.yaml); move-then-region-loss: that move on two regions, then the"
         " DR region lost with the queue consumed there and the queue moved back with --old-side-lost",
     )
-    drill.add_argument("--rate", type=float, default=500.0, help="messages per second produced (default 500)")
     drill.add_argument(
-        "--duration", type=float, default=30.0, help="seconds of traffic (default 30); at least 5 s follow the switch"
+        "--rate", type=positive("msg/s"), default=500.0, help="messages per second produced (default 500)"
     )
-    drill.add_argument("--kill-at", type=float, default=None, help="seconds into the traffic (default: random)")
+    drill.add_argument(
+        "--duration",
+        type=positive("seconds"),
+        default=30.0,
+        help="seconds of traffic (default 30); at least 5 s follow the switch",
+    )
+    drill.add_argument(
+        "--kill-at", type=non_negative("seconds"), default=None, help="seconds into the traffic (default: random)"
+    )
     drill.add_argument(
         "--warm-up",
-        type=_seconds,
+        type=non_negative("seconds"),
         default=0.0,
         help="seconds of traffic at --rate carried end to end before the clock starts, so the brokers'"
         " JVMs have compiled their hot paths as a long-running pair's have (default 0: a few messages)",
@@ -251,12 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--state-dir", default=".brokersync/local", help="where pids, data and env.json live")
     local_sub = local.add_subparsers(dest="local_command", required=True)
     up = local_sub.add_parser("up", help="start both brokers, their bridges and the moto server")
-    up.add_argument("--primary-openwire", type=int, default=61616)
-    up.add_argument("--primary-stomp", type=int, default=61613)
-    up.add_argument("--dr-openwire", type=int, default=62616)
-    up.add_argument("--dr-stomp", type=int, default=62613)
-    up.add_argument("--aws-port", type=int, default=5005)
-    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for brokers and bridges")
+    up.add_argument("--primary-openwire", type=port, default=61616)
+    up.add_argument("--primary-stomp", type=port, default=61613)
+    up.add_argument("--dr-openwire", type=port, default=62616)
+    up.add_argument("--dr-stomp", type=port, default=62613)
+    up.add_argument("--aws-port", type=port, default=5005)
+    up.add_argument("--timeout", type=positive("seconds"), default=60.0, help="seconds to wait for brokers and bridges")
     local_sub.add_parser(
         "deploy",
         help="create in the running world's moto what sam deploy creates (table, secrets, buckets, state machines) "
@@ -283,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     burst = sub.add_parser("copy-burst", help="the local pair copying a burst of messages to DR, verified")
     burst.add_argument("--topology", default="topology.yaml")
     burst.add_argument("--state-dir", default=".brokersync/local")
-    burst.add_argument("--messages", type=int, default=300, help="messages in the burst (default 300)")
+    burst.add_argument("--messages", type=count, default=300, help="messages in the burst (default 300)")
     burst.add_argument("--keep", action="store_true", help="leave the local world running afterwards")
     burst.set_defaults(func=_cmd_copy_burst)
 
@@ -292,7 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile.add_parser(sub)
 
     cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
-    cost.add_argument("--rate", type=float, action="append", help="msg/s (repeatable; default 100 and 1000)")
+    cost.add_argument(
+        "--rate", type=positive("msg/s"), action="append", help="msg/s (repeatable; default 100 and 1000)"
+    )
     cost.add_argument("--prices", type=Path, default=None, help="JSON file overriding prices by name")
     cost.set_defaults(func=_cmd_cost)
     return parser

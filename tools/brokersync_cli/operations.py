@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from brokersync.config import ENV_LEDGER_TABLE
+from brokersync_cli.argtypes import positive
 
 #: The topology file, when --topology is not given (one way to name it, as a flag or in the environment).
 ENV_TOPOLOGY = "BROKERSYNC_TOPOLOGY"
@@ -153,7 +154,7 @@ def _execution_arguments(parser: Any, plan_help: str) -> None:
     """What every command that starts and follows a state machine takes."""
     parser.add_argument("--plan", action="store_true", help=plan_help)
     parser.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow the execution")
+    parser.add_argument("--timeout", type=positive("seconds"), default=1800.0, help="seconds to follow the execution")
     _topology_argument(parser)
 
 
@@ -208,7 +209,9 @@ def add_parsers(sub: Any) -> None:
     )
     status.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE} names the table)")
     status.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
-    status.add_argument("--rpo", type=float, default=60.0, help="seconds a risk window may reach (default 60)")
+    status.add_argument(
+        "--rpo", type=positive("seconds"), default=60.0, help="seconds a risk window may reach (default 60)"
+    )
     _topology_argument(status)
     status.set_defaults(func=cmd_status)
 
@@ -225,13 +228,17 @@ def add_parsers(sub: Any) -> None:
     apply.add_argument("--reboot", action="store_true", help="reboot the broker onto the revision and wait for it")
     apply.add_argument(
         "--relay-wait",
-        type=float,
+        type=positive("seconds"),
         default=120.0,
         help="primary: seconds to wait for the relay to take every consumed advisory before the reboot (120);"
         " stop the consumers first and none is lost",
     )
     apply.add_argument("--no-relay-wait", action="store_true", help="reboot a primary without waiting for the relay")
-    apply.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for RUNNING (default 1800)")
-    apply.add_argument("--poll", type=float, default=10.0, help="seconds between state checks (default 10)")
+    apply.add_argument(
+        "--timeout", type=positive("seconds"), default=1800.0, help="seconds to wait for RUNNING (default 1800)"
+    )
+    apply.add_argument(
+        "--poll", type=positive("seconds"), default=10.0, help="seconds between state checks (default 10)"
+    )
     _topology_argument(apply)
     apply.set_defaults(func=cmd_apply_config)

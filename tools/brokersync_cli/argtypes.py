@@ -1,0 +1,70 @@
+"""Argument types for the CLI's numbers: a value that cannot be meant is a usage error (exit 2).
+
+A negative rate priced a month at minus a dollar, a zero timeout gave up before the first
+poll, and ``nan`` passes every comparison that is written as ``x < 0``. Each type states what
+it accepts in its message, so the user sees the fix, not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number of {what}")
+    return value
+
+
+def positive(what: str) -> Callable[[str], float]:
+    """More than 0 (a rate, a duration, a timeout, a poll interval)."""
+
+    def parse(text: str) -> float:
+        value = _number(text, what)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not more than 0 {what}")
+        return value
+
+    parse.__name__ = f"positive {what}"  # argparse names the type in its message
+    return parse
+
+
+def non_negative(what: str) -> Callable[[str], float]:
+    """0 or more (a warm-up, a moment into the traffic)."""
+
+    def parse(text: str) -> float:
+        value = _number(text, what)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text} is not 0 or more {what}")
+        return value
+
+    parse.__name__ = f"non-negative {what}"
+    return parse
+
+
+def count(text: str) -> int:
+    """A whole number of 1 or more (messages in a burst)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port a local broker or server can listen on."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (1-65535)")
+    return value
