@@ -41,6 +41,11 @@ MESSAGE_ID_PATTERN = re.compile(
     re.ASCII,
 )
 
+#: The longest key either pattern accepts: a message id with every field at its widest
+#: (``ID:``, a 200-character host, 10, 19 and 10 digits, then four fields of up to 19 digits
+#: with a sign) is 319 characters. Inputs that carry a key (receipts) may refuse anything longer.
+MAX_KEY_LENGTH = 319
+
 
 class InvalidKeyError(BrokerSyncError):
     """A correlation id or message id that is not a well-formed sync key. Retrying never helps."""

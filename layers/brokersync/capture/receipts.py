@@ -22,8 +22,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import InvalidKeyError, key_kind, validate_key, validate_message_id
-from brokersync.topology import Topology
+from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, key_kind, validate_key, validate_message_id
+from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
 MAX_RECEIPT_BYTES = 4096
 
@@ -33,9 +33,9 @@ class Receipt(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    queue: Annotated[str, Field(min_length=1, max_length=200)]
-    key: Annotated[str, Field(min_length=1, max_length=300)]
-    message_id: Annotated[str | None, Field(default=None, alias="messageId", min_length=1, max_length=300)]
+    queue: Annotated[str, Field(min_length=1, max_length=MAX_QUEUE_NAME_LENGTH)]
+    key: Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH)]
+    message_id: Annotated[str | None, Field(default=None, alias="messageId", min_length=1, max_length=MAX_KEY_LENGTH)]
     consumed_at_ms: int = Field(alias="consumedAt")
 
     @field_validator("consumed_at_ms", mode="before")

@@ -8,7 +8,8 @@ import pytest
 
 from brokersync.capture.receipts import MAX_RECEIPT_BYTES, parse_receipt, receipt_json
 from brokersync.capture.records import RejectedInputError, RejectReason
-from brokersync.topology import Topology
+from brokersync.keys import MAX_KEY_LENGTH, validate_message_id
+from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Queue, Topology
 from tests.unit.capture.advisories import MESSAGE_ID, ULID_KEY
 
 
@@ -51,6 +52,17 @@ def test_a_message_id_receipt_on_a_message_id_queue(topology: Topology) -> None:
     record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, 1), topology)
 
     assert (record.key_kind, record.message_id) == ("message-id", MESSAGE_ID)
+
+
+def test_a_receipt_at_the_longest_queue_name_and_message_id_is_recorded(topology: Topology) -> None:
+    queue = "Q" * MAX_QUEUE_NAME_LENGTH
+    longest = f"ID:{'h' * 200}-{'9' * 10}-{'9' * 19}-{'9' * 10}:{'9' * 10}" + f":-{'9' * 19}" * 3
+    wide = topology.model_copy(update={"queues": [*topology.queues, Queue(name=queue, sync_key="message-id")]})
+
+    record = parse_receipt(receipt_json(queue, longest, 1), wide)
+
+    assert len(validate_message_id(longest)) == MAX_KEY_LENGTH
+    assert (record.queue, record.key) == (queue, longest)
 
 
 def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> None:
