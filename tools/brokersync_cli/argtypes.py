@@ -48,23 +48,22 @@ def non_negative(what: str) -> Callable[[str], float]:
     return parse
 
 
-def count(text: str) -> int:
-    """A whole number of 1 or more (messages in a burst)."""
+def _whole(text: str, what: str, low: int, high: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not 1 or more")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value < low or (high is not None and value > high):
+        bounds = f"{low} or more" if high is None else f"{what} ({low}-{high})"
+        raise argparse.ArgumentTypeError(f"{text} is not {bounds}")
     return value
+
+
+def count(text: str) -> int:
+    """A whole number of 1 or more (messages in a burst)."""
+    return _whole(text, "a whole number", 1)
 
 
 def port(text: str) -> int:
     """A TCP port a local broker or server can listen on."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a port (1-65535)")
-    return value
+    return _whole(text, "a port", 1, 65535)
