@@ -35,3 +35,28 @@ def test_a_prices_file_with_an_unknown_name_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="unknown price names usd_per_gigawatt"):
         load_prices(prices)
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"usd_per_dpu_hour_glue": -1}', "0 or more"),
+        ('{"usd_per_dpu_hour_glue": "0.44"}', "0 or more"),
+        ('{"usd_per_dpu_hour_glue": NaN}', "0 or more"),
+        ('{"usd_per_dpu_hour_glue": true}', "0 or more"),
+        ("[0.44]", "a JSON object"),
+    ],
+)
+def test_a_prices_file_that_is_not_prices_is_refused_with_the_reason(tmp_path: Path, content: str, reason: str) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(content)
+
+    with pytest.raises(ValueError, match=reason):
+        load_prices(prices)
+
+
+def test_a_price_of_zero_is_a_price(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"usd_per_dpu_hour_glue": 0}')
+
+    assert load_prices(prices).usd_per_dpu_hour_glue == 0

@@ -10,6 +10,7 @@ exists with or without BrokerSync.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -110,13 +111,26 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
 
 
 def load_prices(path: Path | None) -> Prices:
+    """The default prices with those ``path`` names replaced; ``ValueError`` names what is wrong in it.
+
+    A price is a finite number of dollars, 0 or more: a negative one would subtract from the
+    month, and a string or ``NaN`` would fail (or poison) every line it enters.
+    """
     if path is None:
         return Prices()
     given = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(given, dict):  # a ValueError like every other fault of the file: exit 2
+        raise ValueError(  # noqa: TRY004
+            f"{path}: expected a JSON object of price names to numbers, not {type(given).__name__}"
+        )
     known = {f.name for f in fields(Prices)}
     unknown = sorted(set(given) - known)
     if unknown:
         raise ValueError(f"{path}: unknown price names {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    for name, value in given.items():
+        valid = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        if not valid:
+            raise ValueError(f"{path}: {name} is {value!r}; a price is a number of dollars, 0 or more")
     return Prices(**given)
 
 
