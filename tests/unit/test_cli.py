@@ -54,6 +54,25 @@ def test_a_missing_input_file_is_a_usage_error_in_one_line(argv: list[str], caps
     assert err.startswith("brokersync: ") and "Traceback" not in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "base",
+    [
+        "<broker",
+        "<beans/>",
+        '<broker xmlns="http://activemq.apache.org/schema/core"><plugins><unknownPlugin/></plugins></broker>',
+    ],
+)
+def test_a_base_configuration_that_cannot_be_merged_is_a_usage_error_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], base: str
+) -> None:
+    path = tmp_path / "base.xml"
+    path.write_text(base)
+
+    assert main(["render", "--role", "dr", "--topology", TOPOLOGY, "--base", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"brokersync: --base {path}: ") and err.count("\n") == 1
+
+
 def test_an_invalid_topology_is_refused_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

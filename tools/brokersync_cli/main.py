@@ -29,9 +29,14 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from brokersync.topology import load_topology  # noqa: PLC0415
 
     topology = load_topology(args.topology)
-    with user_input(f"--base {args.base}"):
-        base = Path(args.base).read_text(encoding="utf-8") if args.base else None
-    document = render_configuration(topology, args.role, base=base)
+    if args.base is None:
+        document = render_configuration(topology, args.role)
+    else:
+        # A base that cannot be merged (not XML, not a <broker>, a grant that would open
+        # BrokerSync's queues to others) is the user's file to fix: exit 2, as for a missing one.
+        with user_input(f"--base {args.base}"):
+            base = Path(args.base).read_text(encoding="utf-8")
+            document = render_configuration(topology, args.role, base=base)
     if args.out:
         out_dir = Path(args.out)
         out_dir.mkdir(parents=True, exist_ok=True)
