@@ -158,3 +158,20 @@ def test_a_number_that_cannot_be_meant_is_a_usage_error_naming_the_option(
 def test_a_cost_at_a_positive_rate_is_still_priced(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cost", "--rate", "250"]) == 0
     assert json.loads(capsys.readouterr().out)["estimates"][0]["rate_msgs_per_s"] == 250.0
+
+
+def test_aws_that_cannot_be_asked_is_one_line_naming_aws_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No credentials, no region, no route: botocore's own words, without its traceback."""
+    from botocore.exceptions import NoCredentialsError  # noqa: PLC0415
+
+    from brokersync_cli import operations  # noqa: PLC0415
+
+    def no_credentials(_args: object) -> int:
+        raise NoCredentialsError
+
+    monkeypatch.setattr(operations, "cmd_transition", no_credentials)
+
+    assert main(["failover", "--pair", "orders", "--topology", TOPOLOGY]) == 1
+    assert capsys.readouterr().err == "brokersync: AWS: Unable to locate credentials\n"

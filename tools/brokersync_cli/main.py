@@ -317,11 +317,20 @@ def _harness_errors() -> tuple[type[Exception], ...]:
     return (LocalWorldError,)
 
 
-def _fail(error: Exception, code: int) -> int:
+def _aws_errors() -> tuple[type[Exception], ...]:
+    """What botocore raises when AWS cannot be asked (no credentials, no region, no route) or
+    says no (access denied, a missing state machine). Imported only when an error is being
+    matched, so ``--help`` does not pay for botocore."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
+    return (BotoCoreError, ClientError)
+
+
+def _fail(error: Exception, code: int, *, source: str = "") -> int:
     """One line on stderr, no traceback (unless BROKERSYNC_DEBUG is set), and the exit code."""
     if os.environ.get("BROKERSYNC_DEBUG"):
         traceback.print_exception(error)
-    print(f"brokersync: {error}", file=sys.stderr)
+    print(f"brokersync: {source}{error}", file=sys.stderr)
     return code
 
 
@@ -364,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(e, 2)
     except (BrokerSyncError, *_harness_errors()) as e:
         return _fail(e, 1)
+    except _aws_errors() as e:
+        return _fail(e, 1, source="AWS: ")
     except KeyboardInterrupt:
         # Commands that start processes stop them in their own handlers; one reaching here was
         # interrupted before it started anything (while importing, say): say so, not a traceback.
