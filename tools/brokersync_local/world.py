@@ -238,6 +238,8 @@ class LocalWorld:
         return result
 
     def read_env(self) -> dict[str, Any]:
+        if not self.env_file.exists():
+            raise LocalWorldError(f"no local world in {self.state_dir} (no env.json): `brokersync local up` first")
         try:
             return json.loads(self.env_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
