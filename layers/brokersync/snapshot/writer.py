@@ -89,10 +89,9 @@ def snapshot_broker(
     browse_limit: int | None = None,
 ) -> SnapshotReport:
     """Browse every synced queue on ``broker`` into parts under ``prefix``; write the manifest last."""
-    if len(prefix.rstrip("/").encode()) > MAX_PREFIX_BYTES:
-        raise ValueError(
-            f"a snapshot prefix has at most {MAX_PREFIX_BYTES} bytes (S3 keys), not {len(prefix.encode())}"
-        )
+    prefix_bytes = len(prefix.rstrip("/").encode())  # the part keys' own measure of it (PartWriter)
+    if prefix_bytes > MAX_PREFIX_BYTES:
+        raise ValueError(f"a snapshot prefix has at most {MAX_PREFIX_BYTES} bytes (S3 keys), not {prefix_bytes}")
     limit = browse_limit or (topology.tuning.dr.max_browse_page_size if broker.role == "dr" else DEFAULT_BROWSE_LIMIT)
     report = SnapshotReport(broker=broker.name, prefix=prefix, started_ms=int(time.time() * 1000))
     for queue in topology.queues:
