@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ulid import ULID
 
-from brokersync.keys import InvalidKeyError, is_valid_key, key_kind, ulid_time_ms, validate_key
+from brokersync.keys import (
+    MAX_KEY_LENGTH,
+    MESSAGE_ID_PATTERN,
+    InvalidKeyError,
+    is_valid_key,
+    key_kind,
+    ulid_time_ms,
+    validate_key,
+)
 
 
 def test_a_ulid_is_a_correlation_id_key() -> None:
@@ -109,3 +117,9 @@ def test_a_lower_case_ulid_is_accepted_and_stored_upper_case() -> None:
     key = str(ULID())
 
     assert validate_key(key.lower(), "correlation-id") == key
+
+
+@given(st.from_regex(MESSAGE_ID_PATTERN, fullmatch=True))
+def test_every_message_id_the_pattern_accepts_fits_the_longest_key_and_reads_as_a_message_id(message_id: str) -> None:
+    assert len(message_id) <= MAX_KEY_LENGTH
+    assert key_kind(message_id) == "message-id"
