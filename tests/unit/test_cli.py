@@ -12,6 +12,7 @@ from brokersync_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = str(ROOT / "topology.yaml")
+ACTIVE_ACTIVE = str(ROOT / "examples" / "active-active.yaml")
 
 
 def test_help_is_plain_text_with_examples_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,3 +176,60 @@ def test_aws_that_cannot_be_asked_is_one_line_naming_aws_and_exit_1(
 
     assert main(["failover", "--pair", "orders", "--topology", TOPOLOGY]) == 1
     assert capsys.readouterr().err == "brokersync: AWS: Unable to locate credentials\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["drill", "--mode", "failover", "--queue", "NOPE"], "--queue NOPE: not a queue of the topology"),
+        (["drill", "--mode", "move-queue"], "a move-queue drill needs an active-active queue"),
+        (["demo", "--port-offset", "10000"], "--port-offset 10000: moves the demo's ports"),
+    ],
+)
+def test_a_drill_that_cannot_run_on_what_it_names_is_refused_before_a_broker_starts(
+    argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import brokersync_local.demo as demo_module  # noqa: PLC0415 (the harness the commands drive)
+    import brokersync_local.drill as drill_module  # noqa: PLC0415
+
+    started = []
+    monkeypatch.setattr(drill_module, "run_drill", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(demo_module, "run_demo", lambda *a, **k: started.append(a))
+
+    assert main([*argv, "--topology", TOPOLOGY]) == 2
+    assert said in capsys.readouterr().err
+    assert not started
+
+
+def test_a_topology_without_a_queue_a_drill_can_count_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topology = tmp_path / "topology.yaml"
+    text = (ROOT / "topology.yaml").read_text(encoding="utf-8")
+    topology.write_text(text.replace("correlation-id", "message-id"), encoding="utf-8")
+
+    assert main(["drill", "--mode", "failover", "--topology", str(topology)]) == 2
+    assert "keyed by correlation-id, and the topology has none" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["move-queue", "--to", "orders-usw2"], "name the queues to move, or --all-from BROKER"),
+        (["move-queue", "CARTS", "--all-from", "orders-use1", "--to", "orders-usw2"], "name the queues to move"),
+        (["move-queue", "NOPE", "--to", "orders-usw2"], "queue must be one of the topology's queues, got 'NOPE'"),
+        (["move-queue", "ORDERS", "--to", "orders-usw2"], "ORDERS is a sync queue: only active-active queues"),
+        (["move-queue", "--all-from", "mars", "--to", "orders-usw2"], "from must be one of"),
+        (["move-queue", "CARTS", "--to", "mars"], "to must be one of"),
+        (["move-queue", "CARTS", "--to", "orders-usw2", "--drain-timeout", "0"], "--drain-timeout 0"),
+    ],
+)
+def test_a_queue_move_the_topology_cannot_hold_is_a_usage_error_before_aws_is_asked(
+    argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brokersync_cli import transitions  # noqa: PLC0415
+
+    monkeypatch.setattr(transitions, "run_move", lambda *a, **k: pytest.fail("AWS was asked"))
+
+    assert main([*argv, "--pair", "orders", "--topology", ACTIVE_ACTIVE]) == 2
+    assert said in capsys.readouterr().err

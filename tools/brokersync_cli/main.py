@@ -75,15 +75,33 @@ def _cmd_copy_burst(args: argparse.Namespace) -> int:
     return main_copy_burst(args)
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from brokersync_local.demo import main_demo  # noqa: PLC0415 (dev-only harness)
+def _check_drill_queue(topology: str, queue: str | None, mode: str) -> None:
+    """A queue the drill cannot count on (or a topology without one) is refused before a broker starts."""
+    from brokersync.topology import load_topology  # noqa: PLC0415
+    from brokersync_local.drill import drill_queue  # noqa: PLC0415 (dev-only harness)
+    from brokersync_local.errors import LocalWorldError  # noqa: PLC0415 (dev-only harness)
 
+    try:
+        drill_queue(load_topology(topology), queue, mode)
+    except LocalWorldError as e:
+        raise UsageError(str(e)) from e
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from brokersync_local.demo import DEMO_PORTS, main_demo  # noqa: PLC0415 (dev-only harness)
+
+    shifted = DEMO_PORTS.shifted(args.port_offset)
+    if not all(1 <= number <= 65535 for number, _ in shifted.labelled()):
+        ports = ", ".join(str(number) for number, _ in DEMO_PORTS.labelled())
+        raise UsageError(f"--port-offset {args.port_offset}: moves the demo's ports ({ports}) outside 1-65535")
+    _check_drill_queue(args.topology, None, args.mode)
     return main_demo(args)
 
 
 def _cmd_drill(args: argparse.Namespace) -> int:
     from brokersync_local.drill import DrillSettings, run_drill, stop_on_interrupt  # noqa: PLC0415 (dev-only harness)
 
+    _check_drill_queue(args.topology, args.queue, args.mode)
     settings = DrillSettings(
         mode=args.mode,
         topology=Path(args.topology),

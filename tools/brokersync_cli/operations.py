@@ -132,18 +132,27 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
     import boto3  # noqa: PLC0415
 
     from brokersync.failover.errors import FailoverRequestError  # noqa: PLC0415
+    from brokersync.failover.move import MAX_TIMEOUT_S, MIN_TIMEOUT_S, check_move_request  # noqa: PLC0415
     from brokersync.topology import load_topology  # noqa: PLC0415
+    from brokersync_cli.main import UsageError  # noqa: PLC0415 (main imports this module)
     from brokersync_cli.status import StatusReader  # noqa: PLC0415
     from brokersync_cli.transitions import TransitionRefused, run_move  # noqa: PLC0415
 
-    reader = StatusReader(load_topology(args.topology), _table(args.pair))
-    region = boto3.session.Session().region_name or "us-east-1"
     if bool(args.queues) == bool(args.all_from):
-        raise FailoverRequestError("name the queues to move, or --all-from BROKER (not both)")
+        raise UsageError("move-queue: name the queues to move, or --all-from BROKER (one of the two)")
+    if not MIN_TIMEOUT_S <= args.drain_timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"--drain-timeout {args.drain_timeout}: seconds from {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S}")
     named: dict[str, Any] = {"queues": args.queues} if args.queues else {"from": args.all_from}
     request = {**named, "to": args.to, "timeoutSeconds": args.drain_timeout}
     if args.old_side_lost:
         request["oldSideLost"] = True
+    topology = load_topology(args.topology)
+    try:  # names the topology does not hold are the user's to fix, before AWS is asked anything
+        check_move_request(topology, request)
+    except FailoverRequestError as e:
+        raise UsageError(f"move-queue: {e}") from e
+    reader = StatusReader(topology, _table(args.pair))
+    region = boto3.session.Session().region_name or "us-east-1"
     try:
         return run_move(reader, request, dry_run=args.plan, timeout_s=args.timeout, default_region=region)
     except TransitionRefused as e:
@@ -188,7 +197,10 @@ def add_parsers(sub: Any) -> None:
     )
     move.add_argument("--to", required=True, help="the broker (topology name) that consumes the queue afterwards")
     move.add_argument(
-        "--drain-timeout", type=int, default=600, help="seconds the move waits for the old side to drain (600)"
+        "--drain-timeout",
+        type=int,
+        default=600,
+        help="seconds the move waits for the old side to drain (600; 10-3600)",
     )
     move.add_argument(
         "--old-side-lost",

@@ -769,7 +769,8 @@ def move_drain_s(output: dict[str, Any]) -> float | None:
 
 
 def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") -> str:
-    """The queue a drill's applications use: ``name``, or the first sync queue keyed by correlation id.
+    """The queue a drill's applications use: ``name``, or the first sync queue keyed by correlation id (the
+    first active-active one when there is no such sync queue).
 
     The drill counts messages by the ULID correlation ids its producers stamp, and loss and
     duplicates only mean something on a queue whose consumption is removed from the other broker.
@@ -779,7 +780,12 @@ def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") 
         if name is None:
             raise LocalWorldError("a move-queue drill needs an active-active queue (examples/active-active.yaml)")
     if name is None:
-        return next(q for q in topology.queues if q.mode == "sync" and q.sync_key == "correlation-id").name
+        usable = [q for q in topology.queues if q.captures_consumed and q.sync_key == "correlation-id"]
+        if not usable:
+            raise LocalWorldError(
+                "a drill needs a sync or active-active queue keyed by correlation-id, and the topology has none"
+            )
+        return next((q for q in usable if q.mode == "sync"), usable[0]).name
     try:
         queue = topology.queue(name)
     except KeyError:

@@ -42,6 +42,7 @@ from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
 
 #: How long a move waits for the old side to drain unless the request says otherwise.
 DEFAULT_TIMEOUT_S = 600
+MIN_TIMEOUT_S = 10
 MAX_TIMEOUT_S = 3600
 #: After a role record write, every loop has polled it (twice) and ended the batch it was in.
 LOOPS_FOLLOW_S = int(2 * DEFAULT_POLL_S + 2)
@@ -78,45 +79,57 @@ class MoveContext:
             raise FailoverRequestError(f"not a move context: {e}") from e
 
 
-def _requested_queues(topology: Topology, assignment: RoleAssignment, raw: dict[str, Any]) -> list[str]:
-    """The queues ``raw`` names: ``queue``, ``queues``, or ``from`` (every active-active queue consumed there)."""
+def check_move_request(topology: Topology, raw: object) -> dict[str, Any]:
+    """``raw``, once what it names and asks is checked against the topology alone.
+
+    All of it is the caller's to fix whatever the role record says, so the CLI runs this before
+    it asks AWS anything and reports a failure as a usage error; ``plan_move`` runs it first
+    too, so the state machine refuses the same requests in the same words.
+    """
+    if not isinstance(raw, dict):
+        raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
     given = [k for k in ("queue", "queues", "from") if k in raw]
     if len(given) != 1:
         raise FailoverRequestError("a move names exactly one of queue, queues or from")
+    brokers = sorted(b.name for b in topology.brokers)
     if "from" in raw:
-        source = raw["from"]
-        if source not in {b.name for b in topology.brokers}:
-            raise FailoverRequestError(
-                f"from must be one of {sorted(b.name for b in topology.brokers)}, got {source!r}"
-            )
-        return [q.name for q in topology.queues if q.copies_both_ways and assignment.active_side(q.name) == source]
-    queues = [raw["queue"]] if "queue" in raw else raw["queues"]
-    if not isinstance(queues, list) or not queues:
-        raise FailoverRequestError("queues must be a non-empty list of queue names")
-    known = {q.name for q in topology.queues}
-    for queue in queues:
-        if not isinstance(queue, str) or queue not in known:
-            raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
-        if topology.queue(queue).mode != "active-active":
-            raise FailoverRequestError(
-                f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
-            )
-    return list(dict.fromkeys(queues))
+        if raw["from"] not in brokers:
+            raise FailoverRequestError(f"from must be one of {brokers}, got {raw['from']!r}")
+    else:
+        queues = [raw["queue"]] if "queue" in raw else raw["queues"]
+        if not isinstance(queues, list) or not queues:
+            raise FailoverRequestError("queues must be a non-empty list of queue names")
+        known = {q.name for q in topology.queues}
+        for queue in queues:
+            if not isinstance(queue, str) or queue not in known:
+                raise FailoverRequestError(f"queue must be one of the topology's queues, got {queue!r}")
+            if topology.queue(queue).mode != "active-active":
+                raise FailoverRequestError(
+                    f"{queue} is a {topology.queue(queue).mode} queue: only active-active queues can move on their own"
+                )
+    target, timeout, lost = raw.get("to"), raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S), raw.get("oldSideLost", False)
+    if target not in brokers:
+        raise FailoverRequestError(f"to must be one of {brokers}, got {target!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not MIN_TIMEOUT_S <= timeout <= MAX_TIMEOUT_S:
+        raise FailoverRequestError(f"timeoutSeconds must be a whole number from {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S}")
+    if not isinstance(lost, bool):
+        raise FailoverRequestError(f"oldSideLost must be true or false, got {lost!r}")
+    return raw
+
+
+def _requested_queues(topology: Topology, assignment: RoleAssignment, raw: dict[str, Any]) -> list[str]:
+    """The queues a checked request names: ``queue``, ``queues``, or ``from`` (every active-active queue consumed
+    there now, by the role record)."""
+    if "from" in raw:
+        return [q.name for q in topology.queues if q.copies_both_ways and assignment.active_side(q.name) == raw["from"]]
+    return list(dict.fromkeys([raw["queue"]] if "queue" in raw else raw["queues"]))
 
 
 def plan_move(topology: Topology, assignment: RoleAssignment, raw: object, now_ms: int) -> MoveContext:
     """The move ``raw`` asks for, checked against the topology and the role record (the CLI's ``--plan`` too)."""
-    if not isinstance(raw, dict):
-        raise FailoverRequestError(f"a move request is an object with queue and to, got {json.dumps(raw)[:200]}")
+    raw = check_move_request(topology, raw)
     target, timeout, lost = raw.get("to"), raw.get("timeoutSeconds", DEFAULT_TIMEOUT_S), raw.get("oldSideLost", False)
-    names = sorted(b.name for b in topology.brokers)
     queues = _requested_queues(topology, assignment, raw)
-    if target not in names:
-        raise FailoverRequestError(f"to must be one of {names}, got {target!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 10 <= timeout <= MAX_TIMEOUT_S:
-        raise FailoverRequestError(f"timeoutSeconds must be a whole number from 10 to {MAX_TIMEOUT_S}")
-    if not isinstance(lost, bool):
-        raise FailoverRequestError(f"oldSideLost must be true or false, got {lost!r}")
     if not assignment.sync_running:
         raise FailoverRequestError(f"sync is stopped ({assignment.reason}): move the queue once it runs again")
     moving = [q for q in queues if assignment.active_side(q) != target]
