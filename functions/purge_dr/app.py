@@ -70,10 +70,16 @@ def _primary_statistics(topology: Topology) -> StatisticsClient | None:
         return None
 
 
+def _iteration(event: object) -> int:
+    """The loop's count so far; 0 for an event without a whole number there (an invocation by hand)."""
+    value = event.get("iteration") if isinstance(event, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    iteration = int(event.get("iteration", 0)) + 1
+    iteration = _iteration(event) + 1
     # Sync stopped (a transition in progress): wait inside the invocation, as an idle purge
     # does, and start purging within seconds of StartSync.
     standing = GATE.wait_to_act(

@@ -21,8 +21,13 @@ from tests.integration.stomp_helpers import produce
 pytestmark = pytest.mark.broker
 
 
+@pytest.mark.parametrize(
+    "started_with",
+    [{"iteration": 0}, {"Comment": "Insert your JSON here"}],
+    ids=["as-the-stack-starts-it", "by-hand-from-the-console-sample"],
+)
 def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
-    world: LocalWorld, dr: StompConnector, monkeypatch: pytest.MonkeyPatch
+    started_with: dict[str, Any], world: LocalWorld, dr: StompConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = world.read_env()
     endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
@@ -44,9 +49,7 @@ def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
     )
     sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
 
-    execution = sfn.start_execution(
-        stateMachineArn=machines["PurgeLoopStateMachine"], input=json.dumps({"iteration": 0})
-    )
+    execution = sfn.start_execution(stateMachineArn=machines["PurgeLoopStateMachine"], input=json.dumps(started_with))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -10,8 +10,9 @@ environment, and returns its JSON result. An exception becomes ``FunctionError: 
 with Lambda's error payload, so Step Functions Retry and Catch see what they would see in
 AWS. Everything else about the state machines (ASL interpretation, waits, retries) is moto's
 own engine. Amazon MQ reboots are routed to the local broker processes (see ``amazon_mq``),
-StopExecution reports ABORTED at once (see ``stepfunctions_stop``), and HTTP
-connections stay open between requests (see ``keep_alive``).
+StopExecution reports ABORTED at once (see ``stepfunctions_stop``), StartExecution without a
+name gets a fresh one (see ``stepfunctions_names``), and HTTP connections stay open between
+requests (see ``keep_alive``).
 
 Run as ``python -m brokersync_local.aws_server -H 127.0.0.1 -p PORT`` (MotoServer does).
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
-from brokersync_local import amazon_mq, keep_alive, stepfunctions_stop
+from brokersync_local import amazon_mq, keep_alive, stepfunctions_names, stepfunctions_stop
 from brokersync_local.warm_functions import ThrottledError, WarmFunctions
 
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
@@ -72,6 +73,7 @@ _original_invoke = LambdaSimpleBackend.invoke
 LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
 amazon_mq.install()
 stepfunctions_stop.install()
+stepfunctions_names.install()
 keep_alive.install()
 
 
