@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import boto3
@@ -16,7 +17,7 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import Broker, Topology, load_topology
 from brokersync_cli.status import PairStatus, StatusReader
-from brokersync_cli.transitions import plan, state_machine_checks, step_names
+from brokersync_cli.transitions import execution_name, plan, state_machine_checks, step_names
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "brokersync-orders-ledger"
@@ -156,3 +157,11 @@ def test_a_switchover_plan_waits_for_keys_still_on_their_way_from_the_old_primar
     assert checks["drain_now"]["drained"] is False
     waits = checks["drain_waits_for"]
     assert waits == ["1 consumed keys of ORDERS to reach this region's ledger replica and be purged"]
+
+
+@pytest.mark.parametrize("command", ["switchover", "failover", "failback", "move-queue"])
+def test_an_execution_the_cli_starts_is_named_for_its_command_within_step_functions_rules(command: str) -> None:
+    name = execution_name(command)
+
+    assert name.startswith(f"cli-{command}-") and name != execution_name(command)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,80}", name)

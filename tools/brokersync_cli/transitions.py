@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
@@ -239,6 +240,11 @@ def follow(
         time.sleep(poll_s)
 
 
+def execution_name(command: str) -> str:
+    """A name that says in the console's list who started the execution and what for, unique as names must be."""
+    return f"cli-{command}-{ULID()}"
+
+
 def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout_s: float, default_region: str) -> int:
     status = reader.read()
     region = run_region(command, status, reader.topology, default_region)
@@ -253,7 +259,9 @@ def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout
         raise TransitionRefused(f"{command} refused: {planned['refused']}")
     progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     progress(f"{command} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}")
-    started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(planned["input"]))
+    started = sfn.start_execution(
+        stateMachineArn=machine["stateMachineArn"], name=execution_name(command), input=json.dumps(planned["input"])
+    )
     outcome = follow(sfn, started["executionArn"], timeout_s, progress)
     print(json.dumps({"command": command, "region": region, **outcome}))
     return 0 if outcome["status"] == "SUCCEEDED" else 1
@@ -309,7 +317,9 @@ def run_move(
         f"move {queues} {planned['from']} -> {planned['to']}: starting {machine['name']} in {region}"
         f" (stop their consumers on {planned['from']}; start them on {planned['to']} when it succeeds)"
     )
-    started = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], input=json.dumps(request))
+    started = sfn.start_execution(
+        stateMachineArn=machine["stateMachineArn"], name=execution_name("move-queue"), input=json.dumps(request)
+    )
     outcome = follow(sfn, started["executionArn"], timeout_s, progress)
     print(json.dumps({"command": "move-queue", "region": region, **outcome}))
     return 0 if outcome["status"] == "SUCCEEDED" else 1
