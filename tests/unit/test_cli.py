@@ -233,3 +233,24 @@ def test_a_queue_move_the_topology_cannot_hold_is_a_usage_error_before_aws_is_as
 
     assert main([*argv, "--pair", "orders", "--topology", ACTIVE_ACTIVE]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_usage_error_is_exit_2_without_a_traceback_when_run_as_a_module(tmp_path: Path) -> None:
+    """``python -m brokersync_cli.main`` imports the CLI twice; its usage errors must still be caught."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BROKERSYNC_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "brokersync_cli.main", "status", "--topology", TOPOLOGY],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("brokersync: name the pair: --pair NAME") and "Traceback" not in done.stderr

@@ -22,6 +22,7 @@ from typing import Any
 from brokersync.exceptions import BrokerSyncError
 from brokersync_cli import operations, reconcile
 from brokersync_cli.argtypes import count, non_negative, port, positive
+from brokersync_cli.errors import UsageError
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -242,10 +243,6 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 def _in_checkout() -> bool:
     root = CHECKOUT
     return (root / "template.yaml").is_file() and (root / "functions").is_dir() and (root / "jobs").is_dir()
-
-
-class UsageError(Exception):
-    """What the user gave cannot be used (exit 2): a file, a name, a value."""
 
 
 def _version() -> str:

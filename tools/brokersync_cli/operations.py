@@ -17,6 +17,7 @@ from typing import Any
 
 from brokersync.config import ENV_LEDGER_TABLE
 from brokersync_cli.argtypes import positive
+from brokersync_cli.errors import UsageError
 
 #: The topology file, when --topology is not given (one way to name it, as a flag or in the environment).
 ENV_TOPOLOGY = "BROKERSYNC_TOPOLOGY"
@@ -93,8 +94,6 @@ def _topology_argument(parser: Any) -> None:
 def _table(pair: str | None) -> str:
     table = f"brokersync-{pair}-ledger" if pair else os.environ.get(ENV_LEDGER_TABLE)
     if not table:
-        from brokersync_cli.main import UsageError  # noqa: PLC0415 (main imports this module)
-
         raise UsageError(f"name the pair: --pair NAME (the stacks' PairName) or {ENV_LEDGER_TABLE}")
     return table
 
@@ -134,7 +133,6 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
     from brokersync.failover.errors import FailoverRequestError  # noqa: PLC0415
     from brokersync.failover.move import MAX_TIMEOUT_S, MIN_TIMEOUT_S, check_move_request  # noqa: PLC0415
     from brokersync.topology import load_topology  # noqa: PLC0415
-    from brokersync_cli.main import UsageError  # noqa: PLC0415 (main imports this module)
     from brokersync_cli.status import StatusReader  # noqa: PLC0415
     from brokersync_cli.transitions import TransitionRefused, run_move  # noqa: PLC0415
 
@@ -147,10 +145,13 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
     if args.old_side_lost:
         request["oldSideLost"] = True
     topology = load_topology(args.topology)
-    try:  # names the topology does not hold are the user's to fix, before AWS is asked anything
-        check_move_request(topology, request)
-    except FailoverRequestError as e:
-        raise UsageError(f"move-queue: {e}") from e
+    if not args.plan:
+        # A move the topology cannot hold is the user's to fix: refused before AWS is asked anything.
+        # --plan reports it instead, as every refusal, in its JSON (exit 1).
+        try:
+            check_move_request(topology, request)
+        except FailoverRequestError as e:
+            raise UsageError(f"move-queue: {e}") from e
     reader = StatusReader(topology, _table(args.pair))
     region = boto3.session.Session().region_name or "us-east-1"
     try:
