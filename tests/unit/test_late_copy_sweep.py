@@ -1,8 +1,9 @@
 """The late-copy sweep keeps its pace across a warm environment's invocations, and stays within its time.
 
-Each redelivered copy costs one ledger query. A DR broker back from an outage can hold
-thousands of redelivered messages nobody consumed; a sweep that looked them all up held the
-first purge invocation after a failback past its Lambda timeout (decision 0013).
+A DR broker back from an outage can hold thousands of redelivered messages nobody consumed; a
+sweep that looked them all up one by one held the first purge invocation after a failback
+past its Lambda timeout (decision 0013), and one that looked them up again every minute kept
+the purge busy for as long as the backlog stayed (decision 0030).
 """
 
 from __future__ import annotations
@@ -43,13 +44,20 @@ class SlowLedger:
     asked: list[str] = field(default_factory=list)
     invalid: set[str] = field(default_factory=set)
 
+    reads: int = 0
+
     def consumed_entries(self, queue: str, key: str, window: timedelta) -> list[LedgerEntry]:
-        self.clock.now += self.cost_s
-        self.asked.append(key)
         if key in self.invalid:
             raise InvalidKeyError(key, "correlation-id")
         n = key.removeprefix("key-")
         return [LedgerEntry(key, 1, f"ID:copy-{n}")] if key in self.consumed else []
+
+    def consumed_entries_of(self, queue: str, keys: list[str], window: timedelta) -> dict[str, list[LedgerEntry]]:
+        """One read, however many keys: ``cost_s`` of the clock."""
+        self.clock.now += self.cost_s
+        self.reads += 1
+        self.asked.extend(keys)
+        return {key: self.consumed_entries(queue, key, window) for key in keys if key not in self.invalid}
 
 
 class Browsed(LateCopySweep):
@@ -81,14 +89,24 @@ def test_a_sweep_waits_its_interval_between_sweeps() -> None:
     assert sweep.due()
 
 
-def test_a_sweep_stops_looking_up_copies_once_its_budget_is_spent() -> None:
+def test_a_queues_copies_are_looked_up_in_one_read() -> None:
     clock = Clock()
-    ledger = SlowLedger(clock, cost_s=0.5)
-    sweep = _sweep(clock, copies=500, check_budget_s=2.0)
+    ledger = SlowLedger(clock, consumed={"key-7", "key-300"})
+    sweep = _sweep(clock, copies=500)
 
-    sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 2.0)  # type: ignore[arg-type]
+    found = sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 2.0)  # type: ignore[arg-type]
 
-    assert len(ledger.asked) == 4
+    assert found == ["ID:copy-7", "ID:copy-300"]
+    assert ledger.reads == 1 and len(ledger.asked) == 500
+
+
+def test_a_sweep_whose_budget_is_spent_starts_no_lookup() -> None:
+    clock = Clock()
+    ledger = SlowLedger(clock, consumed={"key-1"})
+    sweep = _sweep(clock, copies=5)
+
+    assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now) == []  # type: ignore[arg-type]
+    assert ledger.asked == []
 
 
 def test_a_sweep_stops_at_the_invocations_deadline_whatever_its_budget() -> None:
@@ -155,3 +173,32 @@ def test_a_removed_copys_message_id_is_remembered_for_the_purge_then_forgotten_w
     assert sweep.removed("ORDERS") == {"ID:copy-1"}
     clock.now += 61.0
     assert sweep.removed("ORDERS") == set()
+
+
+def test_a_copy_found_unconsumed_again_waits_twice_as_long_each_time_up_to_the_cap() -> None:
+    clock = Clock()
+    ledger = SlowLedger(clock)
+    sweep = _sweep(clock, copies=1, recheck_after_s=60.0, max_recheck_s=200.0)
+    looked_up_at = []
+    for _ in range(700):  # a sweep every second for 700 s, the copy never consumed
+        sweep._forget_old_answers()
+        before = len(ledger.asked)
+        sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
+        if len(ledger.asked) > before:
+            looked_up_at.append(clock.now - 100.0)
+        clock.now += 1.0
+
+    assert looked_up_at == [0.0, 60.0, 180.0, 380.0, 580.0]
+
+
+def test_a_copy_still_waiting_is_remembered_and_one_gone_for_a_whole_cap_is_forgotten() -> None:
+    clock = Clock()
+    sweep = _sweep(clock, copies=1, recheck_after_s=60.0, max_recheck_s=600.0)
+    sweep._consumed_copies(SlowLedger(clock), None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
+
+    clock.now += 60.0 + 599.0
+    sweep._forget_old_answers()
+    assert "ID:copy-0" in sweep._unconsumed
+    clock.now += 2.0
+    sweep._forget_old_answers()
+    assert sweep._unconsumed == {}

@@ -24,7 +24,7 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 
 from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key, validate_message_id
@@ -55,6 +55,26 @@ def _shard(key: str, shards: int) -> int:
 
 def _decode(bucket_ms: int, keys: KeySets) -> list[Decoded]:
     return decode_item(bucket_ms, keys.ulids, keys.message_ids, keys.prefixes)
+
+
+def _merged(spans: Iterator[tuple[int, int]] | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive bucket ranges merged where they overlap: each bucket of their union in exactly one."""
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if merged and first <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def _entries(items: Iterable[Decoded], key: str) -> list[LedgerEntry]:
+    """The consumed messages ``items`` name under ``key``: each message id once, as first read, none ambiguous."""
+    found: dict[str, LedgerEntry] = {}
+    for item in items:
+        if item.message_id is not None and not item.ambiguous:
+            found.setdefault(item.message_id, LedgerEntry(item.key or key, item.consumed_at_ms, item.message_id))
+    return list(found.values())
 
 
 def _unresolved(captured: KeySets, done: Marks) -> KeySets:
@@ -254,11 +274,41 @@ class Ledger(LedgerStore):
 
     def consumed_entries(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> list[LedgerEntry]:
         """Every consumed message recorded under ``key``, read as :meth:`was_consumed` reads (same window)."""
-        found: dict[str, LedgerEntry] = {}
-        for item in self._recorded_under(queue, key, window):
-            if item.message_id is not None and not item.ambiguous:
-                found.setdefault(item.message_id, LedgerEntry(item.key or key, item.consumed_at_ms, item.message_id))
-        return list(found.values())
+        return _entries(self._recorded_under(queue, key, window), key)
+
+    def consumed_entries_of(
+        self, queue: str, keys: Sequence[str], window: timedelta = DEFAULT_CONSUME_LAG
+    ) -> dict[str, list[LedgerEntry]]:
+        """:meth:`consumed_entries` of many keys, each bucket read once however many keys' windows hold it.
+
+        Every message-id key's window is the same stretch back from now, so asking for 500 of
+        them one by one read the same 15 minutes of a queue's ledger 500 times (the late-copy
+        sweep did, decision 0030). Here overlapping windows are merged per shard and each
+        merged range is read once; each key still sees only the elements of its own window,
+        in the order :meth:`consumed_entries` sees them, so the answers are the same. A key
+        the ledger cannot hold (it was never recorded) is left out of the answer.
+        """
+        wanted: dict[str, tuple[str, int, int]] = {}  # key as given -> (key as stored, first and last bucket)
+        for given in dict.fromkeys(keys):
+            try:
+                wanted[given] = self._key_window(given, window)
+            except (InvalidKeyError, ValueError):
+                continue
+        # shard -> stored key -> [(its rank among the key's shards, first bucket, last bucket)]
+        by_shard: dict[int, dict[str, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
+        for key, first, last in wanted.values():
+            for rank, shard in enumerate(self._shards_of(key)):
+                by_shard[shard][key].append((rank, first, last))
+        seen: dict[str, list[tuple[int, int, int, Decoded]]] = defaultdict(list)
+        for shard, windows in by_shard.items():
+            for first, last in _merged((w[1], w[2]) for spans in windows.values() for w in spans):
+                for order, (bucket_ms, item_keys) in enumerate(self.backend.captured_range(queue, shard, first, last)):
+                    for item in _decode(bucket_ms, item_keys):
+                        for rank, lo, hi in windows.get(item.key, ()) if item.key is not None else ():
+                            if lo <= bucket_ms <= hi:
+                                seen[item.key].append((rank, bucket_ms, order, item))
+        in_order = {key: [hit[3] for hit in sorted(hits, key=lambda hit: hit[:3])] for key, hits in seen.items()}
+        return {given: _entries(in_order.get(key, []), key) for given, (key, _first, _last) in wanted.items()}
 
     def was_consumed(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> bool:
         """ULID keys: consumed within ``window`` after their creation. Message ids: within ``window`` of now.
@@ -270,15 +320,18 @@ class Ledger(LedgerStore):
 
     def _recorded_under(self, queue: str, key: str, window: timedelta) -> Iterator[Decoded]:
         """The elements recorded under ``key``: a ULID's from its creation on, a message id's back from now."""
+        key, first, last = self._key_window(key, window)
+        for shard in self._shards_of(key):
+            for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
+                yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
+
+    def _key_window(self, key: str, window: timedelta) -> tuple[str, int, int]:
+        """``key`` as stored, and the first and last bucket it is looked for in (raises InvalidKeyError)."""
         kind = key_kind(key)
         key = validate_key(key, kind)
-        start = (
-            ulid_time_ms(key) if kind == "correlation-id" else int(self.clock() * 1000 - window.total_seconds() * 1000)
-        )
-        end = start + int(window.total_seconds() * 1000)
-        for shard in self._shards_of(key):
-            for bucket_ms, keys in self.backend.captured_range(queue, shard, bucket_of(start), bucket_of(end)):
-                yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
+        seconds = window.total_seconds()
+        start = ulid_time_ms(key) if kind == "correlation-id" else int(self.clock() * 1000 - seconds * 1000)
+        return key, bucket_of(start), bucket_of(start + int(seconds * 1000))
 
     def _shards_of(self, key: str) -> list[int]:
         """Where ``key`` is written now, then where earlier layouts wrote it (each once)."""

@@ -19,15 +19,21 @@ only copy of a message still on the primary is one of those, and the invariant h
 The ledger is asked as the consumer-side dedupe asks it (``DEFAULT_CONSUME_LAG``): a late copy
 of a message consumed later than that after it was produced is left to the reconciliation.
 
-A sweep is bounded in time, not only in copies: each copy costs one ledger query, and a DR
-broker back from an outage can hold thousands of redelivered messages that nobody consumed
-(the bridge raised their counters too). An unbounded sweep of 500 lookups held the first
-purge invocation after a failback for over a minute, so that the Lambda timed out before
-any consumed message was removed (the region-loss drill, decision 0013). So a sweep stops
-looking up after ``check_budget_s`` (and before the invocation's deadline), and a copy
-found unconsumed is not looked up again for ``recheck_after_s``: the next sweeps reach the
-copies behind it. Skipping it is safe: a message consumed after that lookup has a pending
-ledger entry, and the purge's own selector removes every copy of it that is on DR then.
+A sweep is bounded in time, not only in copies: a DR broker back from an outage can hold
+thousands of redelivered messages that nobody consumed (the bridge raised their counters
+too). An unbounded sweep of 500 lookups held the first purge invocation after a failback for
+over a minute, so that the Lambda timed out before any consumed message was removed (the
+region-loss drill, decision 0013). So a sweep starts no lookup after ``check_budget_s`` (nor
+past the invocation's deadline), and looks up a queue's copies together, in one read of
+the ledger per stretch of time their windows cover (``consumed_entries_of``, decision 0030):
+one by one, every message-id key re-read the same last 15 minutes of the queue's ledger.
+
+A copy found unconsumed is looked up again after ``recheck_after_s``, then after twice as
+long each time, up to ``max_recheck_s``: those copies are a backlog's, they stay for hours,
+and looking each up every minute kept the sweep, and with it the purge, busy for as long.
+Skipping them is safe: a message consumed after a lookup has a pending ledger entry, and the
+purge's own selector removes every copy of it that is on DR then. The rechecks are for a
+lookup that ran before its consume reached this region's ledger, which the first ones cover.
 """
 
 from __future__ import annotations
@@ -39,7 +45,6 @@ from dataclasses import dataclass, field
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError
-from brokersync.keys import InvalidKeyError
 from brokersync.ledger.base import LedgerStore
 from brokersync.ledger.ledger import DEFAULT_CONSUME_LAG
 from brokersync.metrics import MetricsSink
@@ -65,16 +70,18 @@ class LateCopySweep:
     max_browse: int = 5000
     #: Browse idle timeout: a DR broker that sends nothing for this long fails the sweep.
     browse_timeout_s: float = 10.0
-    #: Seconds of ledger lookups per sweep (one query each); the rest wait for the next sweep.
+    #: Seconds into a sweep after which it starts no ledger lookup; the rest wait for the next sweep.
     check_budget_s: float = 2.0
-    #: A copy the ledger did not hold as consumed is looked up again only after this long.
+    #: A copy the ledger did not hold as consumed is looked up again after this long, then after
+    #: twice as long each time it is found unconsumed again, up to ``max_recheck_s``.
     recheck_after_s: float = 60.0
+    max_recheck_s: float = 3600.0
     clock: Callable[[], float] = time.monotonic
     _last: float | None = field(default=None, init=False)
     #: How long a removed copy's message id is remembered for the purge to mark (see :meth:`removed`).
     remember_removed_s: float = 3600.0
-    #: Message id -> when the ledger last answered "not consumed" for it.
-    _unconsumed: dict[str, float] = field(default_factory=dict, init=False)
+    #: Message id -> (when it is looked up again, the wait that set it), for copies found unconsumed.
+    _unconsumed: dict[str, tuple[float, float]] = field(default_factory=dict, init=False)
     #: Queue -> message ids this sweep removed -> when.
     _removed: dict[str, dict[str, float]] = field(default_factory=dict, init=False)
 
@@ -129,9 +136,23 @@ class LateCopySweep:
         return removed
 
     def _forget_old_answers(self) -> None:
-        """Drop "not consumed" answers older than ``recheck_after_s`` (bounds the memory they take)."""
-        oldest = self.clock() - self.recheck_after_s
-        self._unconsumed = {mid: at for mid, at in self._unconsumed.items() if at > oldest}
+        """Drop "not consumed" answers whose copy has not been seen for a whole ``max_recheck_s`` past its recheck
+        (it left the queue): bounds the memory they take. A copy still on the queue keeps its wait."""
+        now = self.clock()
+        self._unconsumed = {
+            mid: (due, wait) for mid, (due, wait) in self._unconsumed.items() if due + self.max_recheck_s > now
+        }
+
+    def _found_unconsumed(self, message_id: str) -> None:
+        """Look ``message_id`` up again later: ``recheck_after_s`` the first time, then twice the last wait."""
+        _due, wait = self._unconsumed.get(message_id, (0.0, 0.0))
+        wait = min(self.max_recheck_s, wait * 2) if wait else self.recheck_after_s
+        self._unconsumed[message_id] = (self.clock() + wait, wait)
+
+    def _waiting(self, message_id: str | None) -> bool:
+        """Found unconsumed, and not yet due for its recheck."""
+        answer = self._unconsumed.get(message_id) if message_id else None
+        return answer is not None and answer[0] > self.clock()
 
     def _browse(self, connector: StompConnector, queue: Queue) -> Iterator[SnapshotLine]:
         """Every redelivered message on ``queue``, browsed: nothing delivered, nothing counted."""
@@ -143,7 +164,7 @@ class LateCopySweep:
         lines = self._browse(connector, queue)
         try:
             for browsed, line in enumerate(lines, start=1):
-                if line.message_id not in self._unconsumed:
+                if not self._waiting(line.message_id):
                     yield line
                 if browsed >= self.max_browse:
                     return
@@ -160,31 +181,33 @@ class LateCopySweep:
     ) -> list[str]:
         """Message ids of redelivered copies on ``queue`` that the ledger holds as consumed.
 
-        Looks up at most ``max_copies`` copies, and none once ``stop_at`` (this sweep's clock)
-        or ``deadline`` (``time.monotonic()``) has passed.
+        Looks up at most ``max_copies`` copies, together, and none once ``stop_at`` (this
+        sweep's clock) or ``deadline`` (``time.monotonic()``) has passed.
         """
+        if self.clock() >= stop_at or (deadline is not None and time.monotonic() >= deadline):
+            return []
         copies = []
         for line in self._redelivered(connector, queue):
-            copies.append(line)
+            if line.key and line.message_id:
+                copies.append(line)
             if len(copies) >= self.max_copies:
                 break
+        if not copies:
+            return []
+        try:
+            keys = [str(line.key) for line in copies]
+            answers = ledger.consumed_entries_of(queue.name, keys, DEFAULT_CONSUME_LAG)
+        except BrokerSyncError as e:  # the ledger is unavailable: these wait for the next sweep
+            logger.warning("late copies of %s not checked: %s", queue.name, e)
+            return []
         consumed = []
         for line in copies:
-            if self.clock() >= stop_at or (deadline is not None and time.monotonic() >= deadline):
-                break
-            if not line.key or not line.message_id:
-                continue
-            try:
-                entries = ledger.consumed_entries(queue.name, line.key, DEFAULT_CONSUME_LAG)
-            except (InvalidKeyError, ValueError) as e:  # a key the ledger cannot hold was never recorded
-                logger.info("late copy %s of %s not checked: %s", line.message_id, queue.name, e)
-                self._unconsumed[line.message_id] = self.clock()
-                continue
-            except BrokerSyncError as e:  # the ledger is unavailable: the rest wait for the next sweep
-                logger.warning("late copies of %s not checked: %s", queue.name, e)
-                break
-            if any(entry.message_id == line.message_id for entry in entries):
+            entries = answers.get(line.key)
+            if entries is None:  # a key the ledger cannot hold was never recorded
+                logger.info("late copy %s of %s not checked: not a key the ledger holds", line.message_id, queue.name)
+            if entries and any(entry.message_id == line.message_id for entry in entries):
                 consumed.append(line.message_id)
+                self._unconsumed.pop(line.message_id, None)
             else:
-                self._unconsumed[line.message_id] = self.clock()
+                self._found_unconsumed(line.message_id)
         return consumed

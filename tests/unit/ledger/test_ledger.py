@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from ulid import ULID
 
+from brokersync.keys import InvalidKeyError
 from brokersync.ledger import (
     Ledger,
     LedgerEntry,
@@ -411,3 +412,62 @@ def test_a_pointer_with_one_element_left_unmarked_stays(ledger: Ledger) -> None:
 
     assert len(ledger.backend.pointers("ORDERS", limit=10)) == 1
     assert ledger.pending("ORDERS") == pending[:1]
+
+
+# Keys a late-copy sweep may ask about: ULIDs made across an hour (windows that overlap or not),
+# message ids (every window the same stretch back from now), lower-case ULIDs, and odd text.
+_SWEEP_KEYS = [str(ULID.from_timestamp((T0 - minutes * 60_000) / 1000)) for minutes in (0, 1, 7, 14, 16, 40, 61)]
+_SWEEP_KEYS += [MESSAGE_ID.format(i) for i in range(4)] + [_SWEEP_KEYS[2].lower(), "not a key", "ID:odd:1"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shards=st.sampled_from([1, LEGACY_SHARDS[0]]),
+    records=st.lists(
+        st.tuples(
+            st.sampled_from(_SWEEP_KEYS[:11]),
+            st.integers(-3_600_000, 600_000),
+            st.integers(0, 5),
+        ),
+        max_size=40,
+    ),
+    asked=st.lists(st.sampled_from(_SWEEP_KEYS), max_size=14),
+)
+def test_many_keys_asked_together_answer_as_each_asked_alone(
+    shards: int, records: list[tuple[str, int, int]], asked: list[str]
+) -> None:
+    """Whatever was recorded where (two shard layouts, a message id twice, a key consumed late), the batched
+    read gives each key exactly what ``consumed_entries`` gives it, and leaves out keys the ledger cannot hold."""
+    written = memory_ledger(shards=shards, clock=Clock())
+    for key, offset_ms, copy in records:
+        message_id = key if key.startswith("ID:") else MESSAGE_ID.format(100 + copy)
+        written.record("ORDERS", [LedgerEntry(key, T0 + offset_ms, message_id)])
+    ledger = Ledger(written.backend, clock=Clock())
+
+    together = ledger.consumed_entries_of("ORDERS", asked, timedelta(minutes=15))
+
+    alone = {}
+    for key in asked:
+        try:
+            alone[key] = ledger.consumed_entries("ORDERS", key, timedelta(minutes=15))
+        except (InvalidKeyError, ValueError):  # a key the ledger cannot hold is left out
+            continue
+    assert together == alone
+
+
+def test_message_id_keys_asked_together_read_their_window_once(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    message_ids = [MESSAGE_ID.format(i) for i in range(200)]
+    ledger.record("PAYMENTS", [LedgerEntry(m, T0 - 60_000 + i) for i, m in enumerate(message_ids)])
+    reads = []
+    original = ledger.backend.captured_range
+
+    def counted(*args: object) -> object:
+        reads.append(args)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ledger.backend, "captured_range", counted)
+
+    answers = ledger.consumed_entries_of("PAYMENTS", message_ids, timedelta(minutes=15))
+
+    assert all([e.message_id for e in answers[m]] == [m] for m in message_ids)
+    assert len(reads) == len(ledger._shards_of(message_ids[0]))  # one read per shard layout, not one per key
