@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -50,14 +50,31 @@ class RepairReport:
 def repair_from_purge_list(
     ledger: LedgerStore, rows: Iterable[PurgeListRow], *, window: timedelta = CONSUMED_WINDOW
 ) -> RepairReport:
-    """Record every purge-list row that names an exact message as pending; count the rest by why."""
+    """Record every purge-list row that names an exact message as pending; count the rest by why.
+
+    The ``ledger`` rows that name no message are looked up ``BATCH`` keys of a queue at a time
+    (``consumed_entries_of``): each key's window is a day of its queue's ledger, and the keys
+    of one reconciliation run were made within hours of each other, so one by one they read
+    mostly the same items again.
+    """
     report = RepairReport()
     batches: dict[str, list[LedgerEntry]] = defaultdict(list)
+    lookups: dict[str, list[str]] = defaultdict(list)
+
+    def add(queue: str, entries: list[LedgerEntry]) -> None:
+        for entry in entries:
+            batches[queue].append(entry)
+            if len(batches[queue]) >= BATCH:
+                report.recorded += _flush(ledger, queue, batches.pop(queue))
+
     for row in rows:
-        for entry in _entries(ledger, row, window, report):
-            batches[row.queue].append(entry)
-            if len(batches[row.queue]) >= BATCH:
-                report.recorded += _flush(ledger, row.queue, batches.pop(row.queue))
+        key = _exact_or_lookup(row, report, add)
+        if key is not None:
+            lookups[row.queue].append(key)
+            if len(lookups[row.queue]) >= BATCH:
+                add(row.queue, _looked_up(ledger, row.queue, lookups.pop(row.queue), window, report))
+    for queue, keys in lookups.items():
+        add(queue, _looked_up(ledger, queue, keys, window, report))
     for queue, entries in batches.items():
         report.recorded += _flush(ledger, queue, entries)
     if report.skipped:
@@ -65,23 +82,38 @@ def repair_from_purge_list(
     return report
 
 
-def _entries(ledger: LedgerStore, row: PurgeListRow, window: timedelta, report: RepairReport) -> list[LedgerEntry]:
+def _exact_or_lookup(
+    row: PurgeListRow, report: RepairReport, add: Callable[[str, list[LedgerEntry]], None]
+) -> str | None:
+    """Adds the row's entry when it names its message exactly; the key to look up when only the ledger can."""
     try:
         key = validate_key(row.key, key_kind(row.key))
         message_id = validate_message_id(row.message_id) if row.message_id else None
     except InvalidKeyError:
         report.skipped["invalid"] += 1
-        return []
+        return None
     if message_id is not None:
-        return [LedgerEntry(key, 0, message_id)]
-    if key_kind(key) == "message-id":
-        return [LedgerEntry(key, 0, key)]
-    if row.reason != "ledger":
+        add(row.queue, [LedgerEntry(key, 0, message_id)])
+    elif key_kind(key) == "message-id":
+        add(row.queue, [LedgerEntry(key, 0, key)])
+    elif row.reason != "ledger":
         report.skipped["no-message-id"] += 1
-        return []
-    entries = ledger.consumed_entries(row.queue, key, window)
-    if not entries:
-        report.skipped["not-in-ledger"] += 1
+    else:
+        return key
+    return None
+
+
+def _looked_up(
+    ledger: LedgerStore, queue: str, keys: list[str], window: timedelta, report: RepairReport
+) -> list[LedgerEntry]:
+    """The consumed messages the ledger recorded under ``keys`` (each a row: a key twice counts twice)."""
+    found = ledger.consumed_entries_of(queue, list(dict.fromkeys(keys)), window)
+    entries = []
+    for key in keys:
+        if found.get(key):
+            entries.extend(found[key])
+        else:
+            report.skipped["not-in-ledger"] += 1
     return entries
 
 

@@ -56,3 +56,21 @@ def test_rows_with_malformed_ids_or_no_id_to_name_are_skipped_not_guessed() -> N
 
     assert report.recorded == 0
     assert report.skipped == {"invalid": 2, "no-message-id": 1}
+
+
+def test_a_runs_ledger_rows_are_looked_up_together_and_each_is_made_pending_under_its_own_messages() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000 + 3600)  # the reconciliation runs an hour later
+    keys = [str(ULID.from_timestamp((T0 - n * 60_000) / 1000)) for n in range(120)]  # made over two hours
+    ledger.record("ORDERS", [LedgerEntry(key, T0 + n, mid(n)) for n, key in enumerate(keys[:100])])
+    ledger.mark_missing("ORDERS", ledger.pending("ORDERS", limit=1000))
+    reads = []
+    original = ledger.backend.captured_range
+    ledger.backend.captured_range = lambda *args: reads.append(args) or original(*args)  # type: ignore[method-assign]
+
+    report = repair_from_purge_list(ledger, [PurgeListRow("ORDERS", key, None, "ledger") for key in keys])
+
+    assert (report.recorded, report.skipped["not-in-ledger"]) == (100, 20)
+    assert {(p.key, p.message_id) for p in ledger.pending("ORDERS", limit=1000)} == {
+        (key, mid(n)) for n, key in enumerate(keys[:100])
+    }
+    assert len(reads) <= 2  # one read per shard layout, where one by one read the same day 120 times each
