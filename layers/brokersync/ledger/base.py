@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from brokersync.keys import InvalidKeyError
-
 
 class LedgerEntry(NamedTuple):
     """One consumed message: its sync key, when it was consumed, and its own JMS message id.
@@ -79,16 +77,9 @@ class LedgerStore(ABC):
     def consumed_entries(self, queue: str, key: str, window: timedelta) -> list[LedgerEntry]:
         """Every consumed message recorded under ``key`` (each with its message id), searched as ``was_consumed``."""
 
+    @abstractmethod
     def consumed_entries_of(self, queue: str, keys: Sequence[str], window: timedelta) -> dict[str, list[LedgerEntry]]:
-        """:meth:`consumed_entries` of each key; a key the ledger cannot hold is left out. A store may read
-        them together (the ledger does)."""
-        answers: dict[str, list[LedgerEntry]] = {}
-        for key in keys:
-            try:
-                answers[key] = self.consumed_entries(queue, key, window)
-            except (InvalidKeyError, ValueError):  # a key the ledger cannot hold was never recorded
-                continue
-        return answers
+        """:meth:`consumed_entries` of each key, read together; a key the ledger cannot hold is left out."""
 
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair path: keys reconciliation found on DR although consumed; the purge removes them."""

@@ -299,15 +299,16 @@ class Ledger(LedgerStore):
         for key, first, last in wanted.values():
             for rank, shard in enumerate(self._shards_of(key)):
                 by_shard[shard][key].append((rank, first, last))
-        seen: dict[str, list[tuple[int, int, int, Decoded]]] = defaultdict(list)
+        seen: dict[str, list[tuple[int, int, Decoded]]] = defaultdict(list)
         for shard, windows in by_shard.items():
             for first, last in _merged((w[1], w[2]) for spans in windows.values() for w in spans):
-                for order, (bucket_ms, item_keys) in enumerate(self.backend.captured_range(queue, shard, first, last)):
+                for bucket_ms, item_keys in self.backend.captured_range(queue, shard, first, last):
                     for item in _decode(bucket_ms, item_keys):
                         for rank, lo, hi in windows.get(item.key, ()) if item.key is not None else ():
                             if lo <= bucket_ms <= hi:
-                                seen[item.key].append((rank, bucket_ms, order, item))
-        in_order = {key: [hit[3] for hit in sorted(hits, key=lambda hit: hit[:3])] for key, hits in seen.items()}
+                                seen[item.key].append((rank, bucket_ms, item))
+        # A key's shards in its own order, then its buckets; the sort is stable, so within a bucket as decoded.
+        in_order = {key: [hit[2] for hit in sorted(hits, key=lambda hit: hit[:2])] for key, hits in seen.items()}
         return {given: _entries(in_order.get(key, []), key) for given, (key, _first, _last) in wanted.items()}
 
     def was_consumed(self, queue: str, key: str, window: timedelta = DEFAULT_CONSUME_LAG) -> bool:
