@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -68,11 +68,13 @@ def repair_from_purge_list(
                 report.recorded += _flush(ledger, queue, batches.pop(queue))
 
     for row in rows:
-        key = _exact_or_lookup(row, report, add)
-        if key is not None:
-            lookups[row.queue].append(key)
-            if len(lookups[row.queue]) >= BATCH:
-                add(row.queue, _looked_up(ledger, row.queue, lookups.pop(row.queue), window, report))
+        exact = _exact_entries(row, report)
+        if exact is not None:
+            add(row.queue, exact)
+            continue
+        lookups[row.queue].append(row.key)
+        if len(lookups[row.queue]) >= BATCH:
+            add(row.queue, _looked_up(ledger, row.queue, lookups.pop(row.queue), window, report))
     for queue, keys in lookups.items():
         add(queue, _looked_up(ledger, queue, keys, window, report))
     for queue, entries in batches.items():
@@ -82,24 +84,22 @@ def repair_from_purge_list(
     return report
 
 
-def _exact_or_lookup(
-    row: PurgeListRow, report: RepairReport, add: Callable[[str, list[LedgerEntry]], None]
-) -> str | None:
-    """Adds the row's entry when it names its message exactly; the key to look up when only the ledger can."""
+def _exact_entries(row: PurgeListRow, report: RepairReport) -> list[LedgerEntry] | None:
+    """The row's entry when it names its message exactly, [] when it is skipped (and counted), None when only
+    the ledger can name its messages (a valid ULID of a ``ledger`` row)."""
     try:
         key = validate_key(row.key, key_kind(row.key))
         message_id = validate_message_id(row.message_id) if row.message_id else None
     except InvalidKeyError:
         report.skipped["invalid"] += 1
-        return None
+        return []
     if message_id is not None:
-        add(row.queue, [LedgerEntry(key, 0, message_id)])
-    elif key_kind(key) == "message-id":
-        add(row.queue, [LedgerEntry(key, 0, key)])
-    elif row.reason != "ledger":
+        return [LedgerEntry(key, 0, message_id)]
+    if key_kind(key) == "message-id":
+        return [LedgerEntry(key, 0, key)]
+    if row.reason != "ledger":
         report.skipped["no-message-id"] += 1
-    else:
-        return key
+        return []
     return None
 
 
