@@ -140,6 +140,9 @@ def test_a_paused_region_receives_nothing_and_catches_up_with_its_state_intact(r
     os.killpg(regions.west.pid, signal.SIGSTOP)  # type: ignore[arg-type]
     try:
         regions.client("us-east-1").put_item(TableName=TABLE, Item=_item("T#partitioned", "east-during"))
+        # Read from east's stream within a step (a step waits out west's read timeout), then held
+        # for west well past its lag: nothing is delivered to a region that does not answer.
+        assert _within(10, lambda: regions.replication.backlog()["us-west-2"] >= 1)
         time.sleep(LAG_S * 3)
         assert regions.replication.backlog()["us-west-2"] >= 1
     finally:

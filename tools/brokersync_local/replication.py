@@ -52,8 +52,11 @@ DEFAULT_LAG_S = 1.0
 DEFAULT_JITTER = 0.15
 #: Images remembered per region and item as our own writes there (a partition's backlog of versions).
 ECHOES_KEPT = 64
-#: A paused region must not stall the others: every call gives up quickly and is tried again.
-_CLIENT = Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}, account_id_endpoint_mode="disabled")
+#: A paused region must not stall the others: every call is one attempt that gives up quickly, and
+#: the loop is the retry. (``max_attempts`` would count retries, not attempts: two timeouts a call.)
+_CLIENT = Config(
+    connect_timeout=1, read_timeout=2, retries={"total_max_attempts": 1}, account_id_endpoint_mode="disabled"
+)
 
 
 @dataclass(frozen=True)
@@ -186,13 +189,18 @@ class GlobalTableReplication:
         self.dropped_older = 0
 
     def step(self) -> int:
-        """Read every reachable region's new changes, then deliver those due; the number delivered."""
-        for region in self.regions.values():
-            self._collect(region)
+        """Read every reachable region's new changes, then deliver those due; the number delivered.
+
+        A region whose stream did not answer in this step is sent nothing in it either: one
+        timeout per step, not two, so a paused region delays reading the others' streams by
+        one read timeout at most."""
+        answered = [region.name for region in self.regions.values() if self._collect(region)]
         delivered = 0
         now = self.clock()
         for name, waiting in self.outbox.items():
             region = self.regions[name]
+            if name not in answered:
+                continue  # unreachable: its changes wait, in order, for the step it answers in
             waiting.sort()
             while waiting and waiting[0].due <= now:
                 if not self._deliver(region, waiting[0]):
@@ -201,12 +209,13 @@ class GlobalTableReplication:
                 delivered += 1
         return delivered
 
-    def _collect(self, region: _Region) -> None:
+    def _collect(self, region: _Region) -> bool:
+        """Queue the region's new changes for the others; False if its stream did not answer."""
         try:
             records = region.read()
         except (BotoCoreError, ClientError, LookupError) as e:
             self._unreachable(region, e)
-            return
+            return False
         self._reachable(region)
         for record in records:
             data = record["dynamodb"]
@@ -234,6 +243,7 @@ class GlobalTableReplication:
             for other in self.regions:
                 if other != region.name:
                     self.outbox[other].append(Change(self._due_at(other, key, at), at, region.name, key, image))
+        return True
 
     def _due_at(self, destination: str, key: str, at: float) -> float:
         """When a change made at ``at`` lands in ``destination``: late by a drawn lag, never

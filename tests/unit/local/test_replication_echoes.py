@@ -95,3 +95,42 @@ def test_a_write_that_timed_out_and_landed_later_is_not_bounced_back_over_newer_
 
     assert east.items["C#ORDERS#0"]["keys"] == {"SS": ["a", "b"]}
     assert west.items["C#ORDERS#0"]["keys"] == {"SS": ["a", "b"]}
+
+
+class CountingRegion(PausedRegion):
+    """A paused region that counts the calls made to it: each one is a timeout to wait out."""
+
+    def __init__(self, name: str, clock: Clock) -> None:
+        super().__init__(name, clock)
+        self.calls = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        self.calls += 1
+        return super().read()
+
+    def apply(self, change: Change) -> None:
+        self.calls += 1
+        super().apply(change)
+
+
+def test_a_region_whose_stream_does_not_answer_costs_a_step_one_timeout_and_its_changes_wait() -> None:
+    clock = Clock()
+    replication = GlobalTableReplication(
+        "ledger", [RegionEndpoint("us-east-1", "http://e"), RegionEndpoint("us-west-2", "http://w")], clock=clock
+    )
+    east, west = PausedRegion("us-east-1", clock), CountingRegion("us-west-2", clock)
+    replication.regions = {"us-east-1": east, "us-west-2": west}  # type: ignore[dict-item]
+    west.paused = True
+
+    east.write(_item("a"))
+    for _ in range(3):
+        clock.now += 2.0
+        replication.step()
+
+    assert west.calls == 3  # one stream read per step; no write sent to a region that did not answer
+    assert replication.backlog() == {"us-east-1": 0, "us-west-2": 1}
+    west.resume()
+    clock.now += 0.1
+    replication.step()
+    assert west.items["C#ORDERS#0"]["keys"] == {"SS": ["a"]}
+    assert replication.backlog()["us-west-2"] == 0
