@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-import yaml
-
-from brokersync.topology import Topology, load_topology, parse_topology
+from brokersync.topology import Topology, load_topology, parse_topology_text
 
 ENV_TOPOLOGY_FILE = "BROKERSYNC_TOPOLOGY_FILE"
 ENV_TOPOLOGY_PARAMETER = "BROKERSYNC_TOPOLOGY_PARAMETER"
@@ -92,4 +90,4 @@ def runtime_topology(env: Mapping[str, str] | None = None) -> Topology:
 
     name = setting(ENV_TOPOLOGY_PARAMETER, default=DEFAULT_TOPOLOGY_PARAMETER, env=env)
     text = parameters.get_parameter(name, max_age=300)
-    return parse_topology(yaml.safe_load(str(text)), source=f"ssm:{name}")
+    return parse_topology_text(str(text), source=f"ssm:{name}")

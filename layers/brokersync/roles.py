@@ -113,7 +113,7 @@ class RoleAssignment:
                 sync_running=_flag(data.get("sync_running", True)),
                 active=_overrides(data.get("active", {})),
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             raise RoleAssignmentError(f"role record is not a role assignment: {e}") from e
 
 

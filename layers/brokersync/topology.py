@@ -387,15 +387,48 @@ def parse_topology(data: object, *, source: str = "topology") -> Topology:
         raise TopologyError(_field_path(loc), message) from e
 
 
+#: Values a topology document may hold once its aliases are expanded. A real topology holds a
+#: few hundred; the bound turns a recursive alias (``a: &a [*a]``) or a billion-laughs chain of
+#: aliases into a clear error instead of a validation that never ends.
+MAX_DOCUMENT_VALUES = 100_000
+
+
+def _count_values(data: object, limit: int) -> int:
+    """Values in ``data`` with every alias expanded, counting no further than ``limit + 1``."""
+    seen, stack = 0, [data]
+    while stack and seen <= limit:
+        value = stack.pop()
+        seen += 1
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return seen
+
+
+def parse_topology_text(text: str, *, source: str) -> Topology:
+    """Validate a topology document given as YAML text (a file's or a parameter's)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise TopologyError("(file)", f"{source} is not valid YAML: {e}") from e
+    except RecursionError as e:  # nesting deeper than the parser's stack
+        raise TopologyError("(file)", f"{source} nests too deeply to be a topology") from e
+    if _count_values(data, MAX_DOCUMENT_VALUES) > MAX_DOCUMENT_VALUES:
+        raise TopologyError(
+            "(file)", f"{source} expands to more than {MAX_DOCUMENT_VALUES:,} values (a recursive or repeated alias?)"
+        )
+    return parse_topology(data, source=source)
+
+
 def load_topology(path: str | Path) -> Topology:
-    """Read and validate a topology file (YAML)."""
+    """Read and validate a topology file (YAML, UTF-8)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise TopologyError("(file)", f"cannot read {path}: {e.strerror}") from e
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise TopologyError("(file)", f"{path} is not valid YAML: {e}") from e
-    return parse_topology(data, source=str(path))
+    except UnicodeDecodeError as e:
+        raise TopologyError("(file)", f"{path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
+    return parse_topology_text(text, source=str(path))

@@ -92,6 +92,11 @@ def test_a_record_that_is_not_an_assignment_is_refused(
         store.read()
 
 
+def test_a_role_record_nested_past_the_parser_is_refused_not_a_crash() -> None:
+    with pytest.raises(RoleAssignmentError, match="not a role assignment"):
+        RoleAssignment.from_json("[" * 100_000 + "]" * 100_000)
+
+
 def test_a_region_plays_the_role_whose_broker_is_in_it(topology: Topology) -> None:
     assert roles_here(topology, "us-east-1") == {"primary"}
     assert roles_here(topology, "us-west-2") == {"dr"}

@@ -142,3 +142,47 @@ def test_a_file_that_is_not_yaml_gives_one_clear_error(tmp_path: Path) -> None:
 def test_a_missing_file_gives_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TopologyError, match="cannot read"):
         load_topology(tmp_path / "nope.yaml")
+
+
+def test_a_file_that_is_not_utf8_text_gives_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "topology.yaml"
+    bad.write_bytes(b"\xff\xfebrokers: []\n")
+
+    with pytest.raises(TopologyError, match="not UTF-8 text"):
+        load_topology(bad)
+
+
+def test_nesting_deeper_than_the_parser_can_follow_is_refused_not_a_crash(tmp_path: Path) -> None:
+    bad = tmp_path / "topology.yaml"
+    bad.write_text("brokers: " + "[" * 5_000 + "]" * 5_000 + "\n")
+
+    with pytest.raises(TopologyError, match="nests too deeply"):
+        load_topology(bad)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &a [*a]\nbrokers: *a\n",  # a list that holds itself
+        "\n".join(  # nine aliases each used nine times: 9**9 values once expanded
+            ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+            + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+            + ["brokers: *l8"]
+        ),
+    ],
+    ids=["recursive-alias", "billion-laughs"],
+)
+def test_aliases_that_expand_without_bound_are_refused_before_validation(tmp_path: Path, text: str) -> None:
+    bad = tmp_path / "topology.yaml"
+    bad.write_text(text)
+
+    with pytest.raises(TopologyError, match="expands to more than"):
+        load_topology(bad)
+
+
+def test_an_alias_used_as_a_topology_would_use_one_is_accepted(topology_path: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "topology.yaml"
+    text = topology_path.read_text().replace("receipt_groups: [receipt-writers]", "receipt_groups: &groups [users]")
+    shared.write_text(text.replace("application_groups: [users]", "application_groups: *groups"))
+
+    assert load_topology(shared).access.receipt_groups == ["users"]

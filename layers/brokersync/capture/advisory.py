@@ -47,7 +47,7 @@ _QUEUE_SCHEME = "queue://"
 def _consumed_message(body: str | bytes) -> Mapping[str, Any]:
     try:
         document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: nested past the parser
         raise RejectedInputError(RejectReason.MALFORMED, f"body is not JSON: {e}") from e
     if not isinstance(document, dict) or len(document) != 1:
         raise RejectedInputError(RejectReason.MALFORMED, "body is not a single {class: message} object")

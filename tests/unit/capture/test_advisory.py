@@ -74,7 +74,11 @@ def test_a_mirror_queue_raises_no_record(topology: Topology) -> None:
     assert _reason(topology, *advisory_frame("AUDIT")) is RejectReason.NOT_CAPTURED
 
 
-@pytest.mark.parametrize("body", ["not json", "[]", '{"a": 1, "b": 2}', '{"ActiveMQTextMessage": 3}', b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "body",
+    ["not json", "[]", '{"a": 1, "b": 2}', '{"ActiveMQTextMessage": 3}', b"\xff\xfe", "[" * 100_000 + "]" * 100_000],
+    ids=["text", "list", "two-keys", "not-an-object", "not-utf8", "nested-past-the-parser"],
+)
 def test_a_malformed_body_is_rejected_as_malformed(topology: Topology, body: str) -> None:
     headers, _ = advisory_frame()
 
