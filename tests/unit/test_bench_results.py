@@ -27,6 +27,34 @@ def test_a_results_file_names_its_command_commit_date_and_machine(tmp_path: Path
     assert document["machine"]["cores"] >= 1 and document["result"] == {"speedup": 1.9}
 
 
+def test_a_path_inside_the_checkout_is_recorded_from_its_root_so_the_command_works_in_any_clone(
+    tmp_path: Path,
+) -> None:
+    results = ROOT / "bench" / "results" / "copy_elsewhere.json"
+    written = record(
+        "copy",
+        {},
+        tmp_path / "copy.json",
+        argv=[
+            str(ROOT / "bench" / "bridge_copy.py"),
+            "--results",
+            str(results),
+            f"--topology={ROOT / 'topology.yaml'}",
+        ],
+    )
+
+    command = json.loads(written.read_text())["command"]
+    assert command == (
+        ".venv/bin/python bench/bridge_copy.py --results bench/results/copy_elsewhere.json --topology=topology.yaml"
+    )
+
+
+def test_a_path_outside_the_checkout_is_recorded_as_given(tmp_path: Path) -> None:
+    written = record("copy", {}, tmp_path / "copy.json", argv=["bench/bridge_copy.py", "--results", "/tmp/x.json"])
+
+    assert json.loads(written.read_text())["command"] == ".venv/bin/python bench/bridge_copy.py --results /tmp/x.json"
+
+
 def test_repeated_runs_are_kept_whole_with_the_median_min_max_and_spread_of_each_figure() -> None:
     figures = iter(
         [
@@ -87,6 +115,7 @@ def test_a_results_file_without_its_command_is_refused(tmp_path: Path) -> None:
 def test_every_committed_results_file_says_how_it_was_made() -> None:
     for name, document in load().items():
         assert document["command"].startswith(".venv/bin/python bench/"), name
+        assert str(ROOT) not in document["command"], name  # works as written in any clone
 
 
 def test_a_benchmark_can_print_without_writing_a_results_file(

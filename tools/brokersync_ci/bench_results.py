@@ -105,13 +105,24 @@ def commit() -> str:
     return f"{head}+dirty" if dirty else head
 
 
+def _from_root(arg: str) -> str:
+    """An argument as the docs show it: a path inside the checkout relative to its root, so the
+    command works as written in any clone (``--results /home/me/brokersync/bench/...`` would not)."""
+    for prefix in ("", *(f"{flag}=" for flag in ("--results", "--report", "--topology"))):
+        if arg.startswith(prefix) and arg[len(prefix) :].startswith("/"):
+            path = Path(arg[len(prefix) :]).resolve()
+            if path.is_relative_to(ROOT):
+                return prefix + str(path.relative_to(ROOT))
+    return arg
+
+
 def record(name: str, result: Mapping[str, Any], path: Path | None = None, argv: list[str] | None = None) -> Path:
     """Write ``result`` with its command, commit, date and machine into the results file."""
     path = path or RESULTS_DIR / f"{name}.json"
     argv = argv if argv is not None else sys.argv
-    script = Path(argv[0])
-    shown = script.resolve().relative_to(ROOT) if script.resolve().is_relative_to(ROOT) else script
-    command = shlex.join([".venv/bin/python", str(shown), *argv[1:]])
+    script = Path(argv[0]).resolve()
+    shown = str(script.relative_to(ROOT)) if script.is_relative_to(ROOT) else argv[0]
+    command = shlex.join([".venv/bin/python", shown, *(_from_root(arg) for arg in argv[1:])])
     document = {
         "command": command,
         "commit": commit(),
