@@ -34,6 +34,7 @@ from typing import Any
 
 from brokersync.capture.records import ConsumedRecord, Departure, RejectedInputError, RejectReason
 from brokersync.keys import InvalidKeyError, validate_key, validate_message_id
+from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import DLQ_ADVISORY_PREFIX, EXPIRED_ADVISORY_PREFIX, SyncKey, Topology
 
 MESSAGE_ID_HEADER = "orignalMessageId"
@@ -69,10 +70,10 @@ def _queue_name(headers: Mapping[str, str], message: Mapping[str, Any]) -> str:
 
 def _consumed_at_ms(message: Mapping[str, Any]) -> int:
     for field in ("brokerOutTime", "brokerInTime", "timestamp"):
-        value = message.get(field)
-        if isinstance(value, int) and value > 0:
+        value = plausible_consumed_at_ms(message.get(field))
+        if value is not None:
             return value
-    raise RejectedInputError(RejectReason.MALFORMED, "advisory carries no usable time")
+    raise RejectedInputError(RejectReason.MALFORMED, "advisory carries no usable time (epoch ms, 2000 to 2100)")
 
 
 def _departure(headers: Mapping[str, str]) -> Departure:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
 from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, key_kind, validate_key, validate_message_id
+from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
 MAX_RECEIPT_BYTES = 4096
@@ -41,16 +42,15 @@ class Receipt(BaseModel):
     @field_validator("consumed_at_ms", mode="before")
     @classmethod
     def _epoch_ms(cls, value: object) -> int:
-        if isinstance(value, bool):
-            raise ValueError("consumedAt must be ISO 8601 or epoch milliseconds")  # noqa: TRY004 (pydantic wants ValueError)
-        if isinstance(value, int):
-            return value
         if isinstance(value, str):
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
-            return int(parsed.timestamp() * 1000)
-        raise ValueError("consumedAt must be ISO 8601 or epoch milliseconds")
+            value = int(parsed.timestamp() * 1000)
+        ms = plausible_consumed_at_ms(value)
+        if ms is None:
+            raise ValueError("consumedAt must be ISO 8601 or epoch milliseconds, from 2000 to 2100")
+        return ms
 
 
 def receipt_json(queue: str, key: str, consumed_at_ms: int, message_id: str | None = None) -> str:

@@ -80,6 +80,21 @@ def ulid_from_bytes(raw: bytes) -> str:
     return base64.b32encode(_PAD + raw)[_PAD_CHARS:].translate(_RFC4648_TO_CROCKFORD).decode()
 
 
+#: Consume times the ledger holds, in epoch milliseconds: 2000-01-01 to 2100-01-01 UTC. Every
+#: broker's and consumer's clock is inside; a time outside is a forged or mistyped field (epoch
+#: seconds where milliseconds belong, a bool, 10**40), and recorded it would land in a bucket no
+#: purge window reads, or in a sort key DynamoDB refuses, failing the whole batch it came in.
+EARLIEST_CONSUMED_AT_MS = 946_684_800_000
+LATEST_CONSUMED_AT_MS = 4_102_444_800_000
+
+
+def plausible_consumed_at_ms(value: object) -> int | None:
+    """``value`` as a consume time the ledger can hold, or None (bools are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if EARLIEST_CONSUMED_AT_MS <= value < LATEST_CONSUMED_AT_MS else None
+
+
 def bucket_of(ms: int) -> int:
     return ms - ms % BUCKET_MS
 

@@ -30,7 +30,7 @@ from datetime import timedelta
 from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key, validate_message_id
 from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, write_units
 from brokersync.ledger.base import LedgerEntry, LedgerStore, PendingKey, WriteReport
-from brokersync.ledger.codec import Decoded, bucket_of, decode_item, encode
+from brokersync.ledger.codec import Decoded, bucket_of, decode_item, encode, plausible_consumed_at_ms
 from brokersync.ledger.exceptions import LedgerRecordRefusedError
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,10 @@ def _valid_entry(entry: LedgerEntry | tuple[str, int]) -> LedgerEntry:
         message_id = key
     elif message_id is not None:
         message_id = validate_message_id(message_id)
-    return LedgerEntry(key, int(consumed_at_ms), message_id)
+    at = plausible_consumed_at_ms(consumed_at_ms)
+    if at is None:
+        raise ValueError(f"consumed at {consumed_at_ms!r}: not epoch milliseconds from 2000 to 2100")
+    return LedgerEntry(key, at, message_id)
 
 
 class Ledger(LedgerStore):

@@ -31,6 +31,25 @@ def test_the_consume_time_is_the_brokers_dispatch_time(topology: Topology) -> No
     assert record.consumed_at_ms == 1795342453627
 
 
+@pytest.mark.parametrize("forged", [True, 10**40, 1_795_342_453, -5], ids=["bool", "10**40", "seconds", "negative"])
+def test_a_dispatch_time_that_is_no_epoch_millisecond_gives_way_to_the_next(topology: Topology, forged: object) -> None:
+    headers, body = advisory_frame(broker_out_time=1795342453627)
+    document = json.loads(body)
+    document["ActiveMQTextMessage"]["brokerOutTime"] = forged
+
+    record = parse_consumed_advisory(headers, json.dumps(document), topology)
+
+    assert record.consumed_at_ms == 1795342453627 - 22  # brokerInTime
+
+
+def test_an_advisory_with_no_usable_time_is_rejected_as_malformed(topology: Topology) -> None:
+    headers, body = advisory_frame()
+    document = json.loads(body)
+    document["ActiveMQTextMessage"].update(brokerOutTime=True, brokerInTime=0, timestamp=10**40)
+
+    assert _reason(topology, headers, json.dumps(document)) is RejectReason.MALFORMED
+
+
 def test_a_message_id_queue_is_keyed_by_the_original_message_id(topology: Topology) -> None:
     record = parse_consumed_advisory(*advisory_frame("PAYMENTS", correlation_id=None), topology)
 

@@ -12,6 +12,9 @@ from brokersync.keys import MAX_KEY_LENGTH, validate_message_id
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Queue, Topology
 from tests.unit.capture.advisories import MESSAGE_ID, ULID_KEY
 
+#: A consume time: epoch milliseconds, as receipts carry them.
+AT = 1_795_342_453_627
+
 
 def _reason(topology: Topology, data: str | bytes) -> RejectReason:
     with pytest.raises(RejectedInputError) as info:
@@ -27,17 +30,17 @@ def test_a_receipt_round_trips_through_the_client_serialiser(topology: Topology)
 
 
 def test_a_ulid_receipt_without_the_consumed_message_id_is_refused(topology: Topology) -> None:
-    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, 1)) is RejectReason.MISSING_KEY
+    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, AT)) is RejectReason.MISSING_KEY
 
 
 def test_a_receipt_whose_message_id_is_not_one_is_refused(topology: Topology) -> None:
-    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, 1, MESSAGE_ID + "\n")) is RejectReason.INVALID_KEY
+    assert _reason(topology, receipt_json("ORDERS", ULID_KEY, AT, MESSAGE_ID + "\n")) is RejectReason.INVALID_KEY
 
 
 def test_a_message_id_receipt_naming_another_message_is_refused(topology: Topology) -> None:
     other = MESSAGE_ID[:-1] + "9"
 
-    assert _reason(topology, receipt_json("PAYMENTS", MESSAGE_ID, 1, other)) is RejectReason.INVALID_KEY
+    assert _reason(topology, receipt_json("PAYMENTS", MESSAGE_ID, AT, other)) is RejectReason.INVALID_KEY
 
 
 def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
@@ -49,7 +52,7 @@ def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
 
 
 def test_a_message_id_receipt_on_a_message_id_queue(topology: Topology) -> None:
-    record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, 1), topology)
+    record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, AT), topology)
 
     assert (record.key_kind, record.message_id) == ("message-id", MESSAGE_ID)
 
@@ -59,7 +62,7 @@ def test_a_receipt_at_the_longest_queue_name_and_message_id_is_recorded(topology
     longest = f"ID:{'h' * 200}-{'9' * 10}-{'9' * 19}-{'9' * 10}:{'9' * 10}" + f":-{'9' * 19}" * 3
     wide = topology.model_copy(update={"queues": [*topology.queues, Queue(name=queue, sync_key="message-id")]})
 
-    record = parse_receipt(receipt_json(queue, longest, 1), wide)
+    record = parse_receipt(receipt_json(queue, longest, AT), wide)
 
     assert len(validate_message_id(longest)) == MAX_KEY_LENGTH
     assert (record.queue, record.key) == (queue, longest)
@@ -71,19 +74,27 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
 
 @pytest.mark.parametrize(
     "data",
-    ["{", '{"queue": "ORDERS"}', json.dumps({"queue": "ORDERS", "key": ULID_KEY, "consumedAt": True})],
+    [
+        "{",
+        '{"queue": "ORDERS"}',
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": True}),
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 1_795_342_453}),
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 10**40}),
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": "1970-01-01T00:00:01Z"}),
+    ],
+    ids=["unclosed", "no-key", "time-a-bool", "time-in-seconds", "time-past-2100", "time-before-2000"],
 )
 def test_a_malformed_receipt_is_refused(topology: Topology, data: str) -> None:
     assert _reason(topology, data) is RejectReason.MALFORMED
 
 
 def test_a_key_of_the_wrong_kind_for_the_queue_is_refused(topology: Topology) -> None:
-    assert _reason(topology, receipt_json("ORDERS", MESSAGE_ID, 1)) is RejectReason.INVALID_KEY
+    assert _reason(topology, receipt_json("ORDERS", MESSAGE_ID, AT)) is RejectReason.INVALID_KEY
 
 
 def test_a_non_ulid_key_is_refused(topology: Topology) -> None:
-    assert _reason(topology, receipt_json("ORDERS", "order-42", 1)) is RejectReason.INVALID_KEY
+    assert _reason(topology, receipt_json("ORDERS", "order-42", AT)) is RejectReason.INVALID_KEY
 
 
 def test_an_unknown_queue_is_refused(topology: Topology) -> None:
-    assert _reason(topology, receipt_json("INVOICES", ULID_KEY, 1)) is RejectReason.UNKNOWN_QUEUE
+    assert _reason(topology, receipt_json("INVOICES", ULID_KEY, AT)) is RejectReason.UNKNOWN_QUEUE

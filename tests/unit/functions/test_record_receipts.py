@@ -66,8 +66,10 @@ def test_bad_receipts_are_skipped_and_counted_while_good_ones_are_recorded(handl
     event["messages"] = [
         *event["messages"],
         _message("{not json", 1),
-        _message(json.dumps({"queue": "INVOICES", "key": "01KAQ3ZC9W4T0V5GQ6N8M2R7XH", "consumedAt": 1}), 2),
-        _message(json.dumps({"queue": "ORDERS", "key": "order-42", "consumedAt": 1}), 3),
+        _message(
+            json.dumps({"queue": "INVOICES", "key": "01KAQ3ZC9W4T0V5GQ6N8M2R7XH", "consumedAt": 1795342453627}), 2
+        ),
+        _message(json.dumps({"queue": "ORDERS", "key": "order-42", "consumedAt": 1795342453627}), 3),
         _message("x" * 5000, 4),
     ]
     event["messages"].append({**_message("", 5), "data": "%%% not base64 %%%"})

@@ -281,6 +281,17 @@ def test_a_record_with_a_message_id_that_is_not_one_is_refused(ledger: Ledger) -
         ledger.record("ORDERS", [LedgerEntry(_ulids(1)[0], T0, "ID:nope\n")])
 
 
+@pytest.mark.parametrize("at", [True, 1_795_342_453, 10**40, 1.5e12], ids=["bool", "seconds", "10**40", "float"])
+def test_a_record_whose_time_is_no_epoch_millisecond_is_refused_and_nothing_is_written(
+    ledger: Ledger, at: object
+) -> None:
+    key = _ulids(1)[0]
+    with pytest.raises(LedgerRecordRefusedError, match="not epoch milliseconds"):
+        ledger.record("ORDERS", [(key, T0), (_ulids(1)[0], at)])  # type: ignore[list-item]
+
+    assert ledger.pending("ORDERS") == []
+
+
 def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
