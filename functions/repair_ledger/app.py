@@ -8,7 +8,7 @@ rows to :func:`brokersync.repair.repair_from_purge_list`, which records only exa
 from __future__ import annotations
 
 import gzip
-import json
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +17,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import setting
-from brokersync.repair import PurgeListRow, repair_from_purge_list
+from brokersync.repair import MALFORMED, PurgeListRow, purge_list_row, repair_from_purge_list
 from brokersync.runtime import ledger_from_env
 
 logger = Logger()
@@ -29,14 +29,19 @@ LEDGER = ledger_from_env()
 
 
 def _rows(prefix: str) -> Iterator[PurgeListRow]:
+    """Every row of every part, streamed: a part is decompressed line by line, never held whole."""
     for page in S3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
         for item in page.get("Contents", []):
             if not item["Key"].endswith(".json.gz"):
                 continue
-            body = S3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read()
-            for line in gzip.decompress(body).decode("utf-8").splitlines():
-                row = json.loads(line)
-                yield PurgeListRow(row["queue"], row["key"], row.get("message_id"), row["reason"])
+            with gzip.GzipFile(fileobj=S3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"]) as part:
+                try:
+                    for line in part:
+                        if line.strip():
+                            yield purge_list_row(line)
+                except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt part: the others go on
+                    logger.exception("purge-list part unreadable after its first rows", key=item["Key"], error=str(e))
+                    yield PurgeListRow("", "", None, MALFORMED)
 
 
 @logger.inject_lambda_context

@@ -16,6 +16,7 @@ Either way the entry is recorded as consumed now, so the purge treats it as new 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -33,12 +34,36 @@ CONSUMED_WINDOW = timedelta(hours=24)
 BATCH = 500
 
 
+#: The reasons the reconciliation job gives in its purge list (``jobs/reconcile``; tested against).
+PURGE_REASONS = frozenset({"ledger", "gone_from_primary"})
+#: The reason of a line that is not a purge-list row: counted, never recorded.
+MALFORMED = "malformed"
+
+
 @dataclass(frozen=True)
 class PurgeListRow:
     queue: str
     key: str
     message_id: str | None
     reason: str
+
+
+def purge_list_row(line: str | bytes) -> PurgeListRow:
+    """One JSON line of the purge list. A line that is not a row comes back with reason
+    :data:`MALFORMED`, which the repair counts and never records: one bad line must not stop
+    the rows after it."""
+    try:
+        row = json.loads(line)
+    except (ValueError, RecursionError) as e:
+        logger.warning("purge-list line is not JSON: %s", e)
+        return PurgeListRow("", "", None, MALFORMED)
+    if isinstance(row, dict):
+        queue, key, message_id, reason = (row.get(f) for f in ("queue", "key", "message_id", "reason"))
+        texts = isinstance(queue, str) and bool(queue) and isinstance(key, str) and isinstance(reason, str)
+        if texts and (message_id is None or isinstance(message_id, str)):
+            return PurgeListRow(queue, key, message_id, reason)
+    logger.warning("purge-list line is not a row of queue, key, message_id and reason: %.200r", line)
+    return PurgeListRow("", "", None, MALFORMED)
 
 
 @dataclass
@@ -87,6 +112,9 @@ def repair_from_purge_list(
 def _exact_entries(row: PurgeListRow, report: RepairReport) -> list[LedgerEntry] | None:
     """The row's entry when it names its message exactly, [] when it is skipped (and counted), None when only
     the ledger can name its messages (a valid ULID of a ``ledger`` row)."""
+    if row.reason not in PURGE_REASONS:  # a line that was no row, or a reason this code does not know
+        report.skipped[MALFORMED] += 1
+        return []
     try:
         key = validate_key(row.key, key_kind(row.key))
         message_id = validate_message_id(row.message_id) if row.message_id else None

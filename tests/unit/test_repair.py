@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
+import pytest
 from ulid import ULID
 
 from brokersync.ledger import LedgerEntry, memory_ledger
-from brokersync.repair import PurgeListRow, repair_from_purge_list
+from brokersync.repair import MALFORMED, PURGE_REASONS, PurgeListRow, purge_list_row, repair_from_purge_list
 
 T0 = 1_795_340_000_000
 
@@ -74,3 +79,40 @@ def test_a_runs_ledger_rows_are_looked_up_together_and_each_is_made_pending_unde
         (key, mid(n)) for n, key in enumerate(keys[:100])
     }
     assert len(reads) <= 2  # one read per shard layout, where one by one read the same day 120 times each
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{not json",
+        "[]",
+        '"a row"',
+        json.dumps({"queue": "ORDERS", "key": 7, "message_id": None, "reason": "gone_from_primary"}),
+        json.dumps({"queue": "", "key": "ID:a-1-1-1:1:1:1:1", "message_id": None, "reason": "gone_from_primary"}),
+        json.dumps({"queue": "ORDERS", "key": "ID:a-1-1-1:1:1:1:1", "message_id": ["x"], "reason": "ledger"}),
+        "[" * 100_000,
+    ],
+    ids=["not-json", "a-list", "a-string", "key-a-number", "no-queue", "id-a-list", "nested-past-the-parser"],
+)
+def test_a_line_that_is_no_purge_list_row_is_counted_as_malformed_and_the_next_is_still_recorded(line: str) -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+    good = json.dumps({"queue": "ORDERS", "key": str(ULID()), "message_id": mid(3), "reason": "gone_from_primary"})
+
+    report = repair_from_purge_list(ledger, [purge_list_row(line), purge_list_row(good)])
+
+    assert (report.recorded, dict(report.skipped)) == (1, {MALFORMED: 1})
+
+
+def test_a_row_with_a_reason_the_repair_does_not_know_is_never_recorded() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+
+    report = repair_from_purge_list(ledger, [PurgeListRow("ORDERS", str(ULID()), mid(4), "looks-consumed")])
+
+    assert (report.recorded, dict(report.skipped)) == (0, {MALFORMED: 1})
+    assert ledger.pending("ORDERS") == []
+
+
+def test_the_repair_knows_every_reason_the_reconciliation_writes_and_no_other() -> None:
+    job = (Path(__file__).resolve().parents[2] / "jobs" / "reconcile" / "reconcile.py").read_text()
+
+    assert set(re.findall(r'F\.lit\("([a-z_]+)"\)\.alias\("reason"\)', job)) == PURGE_REASONS

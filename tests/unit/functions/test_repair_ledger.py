@@ -55,3 +55,23 @@ def test_gone_from_primary_rows_become_pending_under_their_own_message_ids(handl
 def test_a_prefix_outside_the_reconcile_runs_is_refused(handler: ModuleType) -> None:
     with pytest.raises(ValueError, match="reconcile"):
         handler.lambda_handler({"prefix": "configurations/"}, FakeContext())
+
+
+def test_a_bad_line_or_a_truncated_part_is_counted_and_every_readable_row_is_recorded(handler: ModuleType) -> None:
+    def row(n: int) -> str:
+        return json.dumps(
+            {"queue": "ORDERS", "key": str(ULID()), "message_id": f"ID:app-1-1795340000000-1:1:-1:1:{n}",
+             "reason": "gone_from_primary"}
+        )  # fmt: skip
+
+    event = load_event("repair-ledger")
+    whole = gzip.compress("\n".join([row(1), "{not json", row(2)]).encode())
+    truncated = gzip.compress("\n".join([row(3), row(4)] * 200).encode())[:-40]
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket=BUCKET, Key=f"{event['prefix']}part-00000.json.gz", Body=whole)
+    s3.put_object(Bucket=BUCKET, Key=f"{event['prefix']}part-00001.json.gz", Body=truncated)
+
+    result = handler.lambda_handler(event, FakeContext())
+
+    assert result["skipped"] == {"malformed": 2}  # the bad line, and the rest of the truncated part
+    assert result["recorded"] >= 2 + 1  # part 0's two rows, and what part 1 held before its end
