@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 from ulid import ULID
 
 from brokersync.capture.receipts import receipt_json
-from brokersync.keys import validate_key
-from brokersync.topology import RECEIPTS_QUEUE
+from brokersync.keys import key_kind, validate_key, validate_message_id
+from brokersync.ledger.codec import plausible_consumed_at_ms
+from brokersync.topology import RECEIPTS_QUEUE, synced_queue_name
 
 if TYPE_CHECKING:
     from brokersync.ledger.base import LedgerStore
@@ -50,8 +51,10 @@ def send(
     """Send ``body`` to ``queue`` with a ULID correlation id and return that id.
 
     An explicit ``correlation_id`` must itself be a ULID: anything else could never be
-    purged from the DR broker.
+    purged from the DR broker. ``queue`` must be one plain queue (ValueError otherwise): in
+    ActiveMQ ``A,B`` sends to two queues and ``A.*`` to many, none of them the synced one.
     """
+    synced_queue_name(queue)
     key = validate_key(correlation_id, "correlation-id") if correlation_id else new_sync_key()
     frame_headers = dict(headers or {})
     frame_headers["correlation-id"] = key
@@ -73,8 +76,21 @@ class ReceiptPublisher:
         ``message_id`` is the JMS message id the consumer received (the STOMP ``message-id``
         header); it is required for ULID keys, so that a second message with the same
         correlation id is never taken for this one.
+
+        A receipt the receipts function would refuse whatever the topology says is refused
+        here, before it is sent (``InvalidKeyError`` or ``ValueError``): at the call, a
+        consumer can still fix it; on the queue it would only be counted as rejected.
         """
         when = consumed_at_ms if consumed_at_ms is not None else int(time.time() * 1000)
+        synced_queue_name(queue)
+        kind = key_kind(key)
+        validate_key(key, kind)
+        if message_id is not None:
+            validate_message_id(message_id)
+        elif kind == "correlation-id":
+            raise ValueError(f"a receipt for ULID key {key} needs the consumed message's id (message_id)")
+        if plausible_consumed_at_ms(when) is None:
+            raise ValueError(f"consumed_at_ms={when!r} is not epoch milliseconds from 2000 to 2100")
         body = receipt_json(queue, key, when, message_id)
         # stomp.py always sends content-length, which makes ActiveMQ build a BytesMessage; the
         # amq-msg-type header asks for a TextMessage, which any JMS consumer of receipts expects.

@@ -130,6 +130,22 @@ class Broker(_Strict):
         return all(uri.startswith(("ssl://", "nio+ssl://")) for uri in self.openwire)
 
 
+def synced_queue_name(value: str) -> str:
+    """``value`` if it can name a synced queue, else ValueError saying why: one plain physical
+    queue (a comma would make it a composite destination, a wildcard many queues), within
+    :data:`MAX_QUEUE_NAME_LENGTH`, outside BrokerSync's reserved prefixes."""
+    if len(value) > MAX_QUEUE_NAME_LENGTH:
+        raise ValueError(
+            f"{value[:40]!r}... is {len(value)} characters long; "
+            f"a synced queue's name has at most {MAX_QUEUE_NAME_LENGTH}"
+        )
+    if not _QUEUE_NAME.match(value):
+        raise ValueError(f"{value!r} is not a plain queue name (no wildcards, commas or blanks)")
+    if value.startswith(_RESERVED_PREFIXES):
+        raise ValueError(f"{value!r} uses a reserved prefix ({', '.join(_RESERVED_PREFIXES)})")
+    return value
+
+
 class Queue(_Strict):
     """A queue kept in sync between the pair."""
 
@@ -143,16 +159,7 @@ class Queue(_Strict):
     @field_validator("name")
     @classmethod
     def _physical_name(cls, value: str) -> str:
-        if len(value) > MAX_QUEUE_NAME_LENGTH:
-            raise ValueError(
-                f"{value[:40]!r}... is {len(value)} characters long; "
-                f"a synced queue's name has at most {MAX_QUEUE_NAME_LENGTH}"
-            )
-        if not _QUEUE_NAME.match(value):
-            raise ValueError(f"{value!r} is not a plain queue name (no wildcards, commas or blanks)")
-        if value.startswith(_RESERVED_PREFIXES):
-            raise ValueError(f"{value!r} uses a reserved prefix ({', '.join(_RESERVED_PREFIXES)})")
-        return value
+        return synced_queue_name(value)
 
     @property
     def captures_consumed(self) -> bool:

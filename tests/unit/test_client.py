@@ -55,6 +55,49 @@ def test_a_published_receipt_is_one_the_receipts_function_accepts(topology_path:
     assert (record.key, record.message_id) == ("01KAQ3ZC9W4T0V5GQ6N8M2R7XH", message_id)
 
 
+@pytest.mark.parametrize("queue", ["ORDERS,PAYMENTS", "ORDERS.*", "ORDERS.>", "", "BROKERSYNC.RECEIPTS"])
+def test_send_refuses_a_destination_that_is_not_one_plain_queue_and_sends_nothing(queue: str) -> None:
+    connection = Sent()
+
+    with pytest.raises(ValueError, match=r"queue name|reserved prefix"):
+        send(connection, queue, "body")
+    assert connection.frames == []
+
+
+MESSAGE_ID = "ID:app-41000-1795340000000-1:1:-1:1:7"
+ULID_KEY = "01KAQ3ZC9W4T0V5GQ6N8M2R7XH"
+
+
+@pytest.mark.parametrize(
+    ("queue", "key", "message_id", "consumed_at_ms", "error"),
+    [
+        ("ORDERS", ULID_KEY, None, 1795340000000, "needs the consumed message's id"),
+        ("ORDERS", "order-42", MESSAGE_ID, 1795340000000, "order-42"),
+        ("ORDERS", ULID_KEY, "ID:x\n", 1795340000000, "ID:x"),
+        ("ORDERS", ULID_KEY, MESSAGE_ID, 1795340000, "epoch milliseconds"),
+        ("ORDERS,AUDIT", ULID_KEY, MESSAGE_ID, 1795340000000, "plain queue name"),
+    ],
+    ids=["ulid-without-message-id", "key-not-a-key", "message-id-not-one", "time-in-seconds", "two-queues"],
+)
+def test_a_receipt_the_function_would_refuse_is_refused_before_it_is_sent(
+    queue: str, key: str, message_id: str | None, consumed_at_ms: int, error: str
+) -> None:
+    connection = Sent()
+
+    with pytest.raises((InvalidKeyError, ValueError), match=error):
+        ReceiptPublisher(connection).publish(queue, key, message_id, consumed_at_ms=consumed_at_ms)
+    assert connection.frames == []
+
+
+def test_a_message_id_receipt_needs_no_separate_message_id(topology_path: Path) -> None:
+    connection = Sent()
+
+    ReceiptPublisher(connection).publish("PAYMENTS", MESSAGE_ID)
+
+    [(_, body, _)] = connection.frames
+    assert parse_receipt(body, load_topology(topology_path)).key == MESSAGE_ID
+
+
 def test_already_consumed_asks_the_ledger() -> None:
     ledger = memory_ledger()
     key = send(Sent(), "ORDERS", "body")
