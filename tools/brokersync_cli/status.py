@@ -49,7 +49,7 @@ HEALTHY, BROKEN, DEGRADED = 0, 1, 3
 RELAY_STALLED_S = 180.0
 VERDICTS = {HEALTHY: "healthy", BROKEN: "broken", DEGRADED: "degraded"}
 #: A region that does not answer within this is reported unreachable (it may be the one lost).
-REGION_CLIENT = Config(connect_timeout=3, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
+REGION_CLIENT = Config(connect_timeout=3, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"})
 
 
 @dataclass
