@@ -429,13 +429,23 @@ def parse_topology_text(text: str, *, source: str) -> Topology:
     return parse_topology(data, source=source)
 
 
+#: Bytes a topology file may hold. SSM's advanced parameters, where the functions read it, hold
+#: 8 KB; the bound is far above that, and keeps ``--topology /dev/zero`` from reading forever.
+MAX_TOPOLOGY_BYTES = 1 << 20
+
+
 def load_topology(path: str | Path) -> Topology:
     """Read and validate a topology file (YAML, UTF-8)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            raw = file.read(MAX_TOPOLOGY_BYTES + 1)
     except OSError as e:
         raise TopologyError("(file)", f"cannot read {path}: {e.strerror}") from e
+    if len(raw) > MAX_TOPOLOGY_BYTES:
+        raise TopologyError("(file)", f"{path} is larger than {MAX_TOPOLOGY_BYTES:,} bytes: not a topology")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TopologyError("(file)", f"{path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
     return parse_topology_text(text, source=str(path))

@@ -55,6 +55,28 @@ def test_a_missing_input_file_is_a_usage_error_in_one_line(argv: list[str], caps
     assert err.startswith("brokersync: ") and "Traceback" not in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("path", ["/dev/zero", "binary"], ids=["without-end", "not-utf8"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["render", "--role", "primary", "--topology", TOPOLOGY, "--base"],
+        ["cost", "--prices"],
+        ["render", "--role", "primary", "--topology"],
+    ],
+    ids=["base", "prices", "topology"],
+)
+def test_a_file_that_is_no_text_or_has_no_end_is_a_usage_error_in_one_line(
+    argv: list[str], path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if path == "binary":
+        path = str(tmp_path / "binary")
+        Path(path).write_bytes(b"\xff\xfe\x00\x01")
+
+    assert main([*argv, path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("brokersync: ") and "Traceback" not in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     "base",
     [

@@ -144,6 +144,11 @@ def test_a_missing_file_gives_one_clear_error(tmp_path: Path) -> None:
         load_topology(tmp_path / "nope.yaml")
 
 
+def test_a_file_without_end_is_refused_after_a_megabyte_not_read_forever() -> None:
+    with pytest.raises(TopologyError, match="larger than"):
+        load_topology("/dev/zero")
+
+
 def test_a_file_that_is_not_utf8_text_gives_one_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "topology.yaml"
     bad.write_bytes(b"\xff\xfebrokers: []\n")

@@ -1,0 +1,25 @@
+"""Reading a file the user named: bounded, UTF-8, and every failure an error they can fix (exit 2).
+
+A path such as ``/dev/zero`` or a FIFO would otherwise be read until memory ran out, and a
+binary file would end in a codec's traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Larger than any broker configuration or price file; Amazon MQ's own limit on a
+#: configuration is far below it.
+MAX_INPUT_BYTES = 4 << 20
+
+
+def read_user_text(path: str | Path, *, limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of ``path``; ``OSError`` if it cannot be read, ``ValueError`` if it is too large or not UTF-8."""
+    with Path(path).open("rb") as file:
+        raw = file.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"larger than {limit:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text ({e.reason} at byte {e.start})") from e
