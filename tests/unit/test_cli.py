@@ -55,6 +55,19 @@ def test_a_missing_input_file_is_a_usage_error_in_one_line(argv: list[str], caps
     assert err.startswith("brokersync: ") and "Traceback" not in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("pair", ["Orders", "a b", "../orders", "x" * 33, "-orders", ""])
+@pytest.mark.parametrize("command", ["status", "failover", "switchover", "failback", "apply-config"])
+def test_a_pair_name_no_stack_could_have_is_a_usage_error_before_aws_is_asked(
+    command: str, pair: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--role", "dr"] if command == "apply-config" else []
+    with pytest.raises(SystemExit) as exited:
+        main([command, *extra, f"--pair={pair}", "--topology", TOPOLOGY])
+
+    assert exited.value.code == 2
+    assert "is not a PairName" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("path", ["/dev/zero", "binary"], ids=["without-end", "not-utf8"])
 @pytest.mark.parametrize(
     "argv",

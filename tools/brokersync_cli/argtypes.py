@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 
@@ -67,3 +68,18 @@ def count(text: str) -> int:
 def port(text: str) -> int:
     """A TCP port a local broker or server can listen on."""
     return _whole(text, "a port", 1, 65535)
+
+
+#: The stacks' PairName, as template.yaml's AllowedPattern says (a test holds the two equal): it
+#: names the ledger table, the state machines and the SSM parameters the commands look up.
+PAIR_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
+
+
+def pair_name(text: str) -> str:
+    """A PairName the stacks could have been deployed with; anything else names nothing to find."""
+    if not re.fullmatch(PAIR_NAME_PATTERN, text, re.ASCII):
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not a PairName: lower-case letters, digits and hyphens, starting with a letter "
+            "(at most 32), as the stacks were deployed with"
+        )
+    return text

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from brokersync.config import ENV_LEDGER_TABLE
-from brokersync_cli.argtypes import positive
+from brokersync_cli.argtypes import pair_name, positive
 from brokersync_cli.errors import UsageError
 
 #: The topology file, when --topology is not given (one way to name it, as a flag or in the environment).
@@ -163,7 +163,7 @@ def cmd_move_queue(args: argparse.Namespace) -> int:
 def _execution_arguments(parser: Any, plan_help: str) -> None:
     """What every command that starts and follows a state machine takes."""
     parser.add_argument("--plan", action="store_true", help=plan_help)
-    parser.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
+    parser.add_argument("--pair", type=pair_name, help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE})")
     parser.add_argument("--timeout", type=positive("seconds"), default=1800.0, help="seconds to follow the execution")
     _topology_argument(parser)
 
@@ -220,7 +220,9 @@ def add_parsers(sub: Any) -> None:
         "loss window, the pending purge and the duplicate window, the DR depth, and the alarms in ALARM. "
         "Exit code: 0 healthy, 1 broken, 3 degraded.",
     )
-    status.add_argument("--pair", help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE} names the table)")
+    status.add_argument(
+        "--pair", type=pair_name, help=f"PairName of the stacks (default: ${ENV_LEDGER_TABLE} names the table)"
+    )
     status.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
     status.add_argument(
         "--rpo", type=positive("seconds"), default=60.0, help="seconds a risk window may reach (default 60)"
@@ -237,7 +239,9 @@ def add_parsers(sub: Any) -> None:
     )
     apply.add_argument("--role", choices=["primary", "dr"], required=True, help="the role whose configuration to apply")
     apply.add_argument("--broker", help="broker name in the topology (default: the broker playing ROLE now)")
-    apply.add_argument("--pair", help="PairName of the stacks: read who plays ROLE from the role record")
+    apply.add_argument(
+        "--pair", type=pair_name, help="PairName of the stacks: read who plays ROLE from the role record"
+    )
     apply.add_argument("--reboot", action="store_true", help="reboot the broker onto the revision and wait for it")
     apply.add_argument(
         "--relay-wait",

@@ -18,6 +18,7 @@ from brokersync.broker.statistics import BROKER_MEMORY_FULL_PERCENT, CURSOR_HIGH
 from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
+from brokersync_cli.argtypes import PAIR_NAME_PATTERN
 
 #: Actions IAM offers no resource-level permissions for: "*" is the only resource they take.
 NO_RESOURCE_LEVEL = {
@@ -392,3 +393,7 @@ def test_every_alarm_description_sends_the_reader_to_the_runbooks_alarm_table(te
 
     for logical_id, alarm in alarms.items():
         assert alarm["Properties"]["AlarmDescription"].rstrip().endswith("Runbook, Alarms."), logical_id
+
+
+def test_the_cli_takes_exactly_the_pair_names_the_template_allows(template: dict[str, Any]) -> None:
+    assert template["Parameters"]["PairName"]["AllowedPattern"] == PAIR_NAME_PATTERN
