@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import ENV_BROKER_IDS, runtime_topology, setting
-from brokersync.config_export import export_configurations
+from brokersync.config_export import broker_id_overrides, export_configurations
 
 logger = Logger()
 metrics = Metrics()
@@ -31,7 +31,13 @@ BROKER_IDS = json.loads(os.environ.get(ENV_BROKER_IDS) or "{}") or None
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     topology_text = yaml.safe_dump(TOPOLOGY.model_dump(mode="json"), sort_keys=False)
     exported = export_configurations(
-        MQ, S3, BUCKET, TOPOLOGY, topology_text, region=REGION, broker_ids=event.get("brokerIds") or BROKER_IDS
+        MQ,
+        S3,
+        BUCKET,
+        TOPOLOGY,
+        topology_text,
+        region=REGION,
+        broker_ids=broker_id_overrides(event.get("brokerIds"), TOPOLOGY) or BROKER_IDS,
     )
     metrics.add_metric(name="ConfigurationsExported", unit="Count", value=len(exported))
     return {

@@ -25,6 +25,22 @@ class ExportedRevision:
     sha256: str
 
 
+def broker_id_overrides(value: object, topology: Topology) -> dict[str, str] | None:
+    """An event's ``brokerIds`` checked: names of the topology's brokers to ids, or nothing.
+
+    Why: the export runs from a schedule, or by hand from the console, where a list or a
+    misspelt name would otherwise fail deep inside with a ``TypeError``, or be ignored.
+    """
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError(f"brokerIds must map broker names to broker ids, not {value!r:.200}")
+    unknown = sorted(set(value) - {b.name for b in topology.brokers})
+    if unknown:
+        raise ValueError(f"brokerIds names brokers the topology does not have: {unknown}")
+    return value
+
+
 def export_configurations(
     mq: Any,
     s3: Any,

@@ -65,3 +65,16 @@ def test_every_export_is_a_new_version_of_current(world) -> None:
 
     versions = s3.list_object_versions(Bucket=BUCKET, Prefix="configurations/orders-use1/current.xml")["Versions"]
     assert len(versions) == 2
+
+
+@pytest.mark.parametrize(
+    ("broker_ids", "error"),
+    [(["b-1"], "must map broker names"), ({"orders-use1": 7}, "must map broker names"), ({"nope": "b-1"}, "nope")],
+    ids=["a-list", "an-id-not-text", "an-unknown-broker"],
+)
+def test_broker_ids_that_name_nothing_usable_are_refused_in_one_sentence(world, broker_ids: object, error: str) -> None:
+    handler, _, s3 = world
+
+    with pytest.raises(ValueError, match=error):
+        handler.lambda_handler({"brokerIds": broker_ids}, FakeContext())
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET)
