@@ -70,13 +70,21 @@ def _item(*keys: str) -> dict[str, Any]:
     return {**KEY, "keys": {"SS": sorted(keys)}}
 
 
-def test_a_write_that_timed_out_and_landed_later_is_not_bounced_back_over_newer_versions() -> None:
-    clock = Clock()
+def _two_regions(
+    clock: Clock, west_kind: type[PausedRegion] = PausedRegion
+) -> tuple[GlobalTableReplication, PausedRegion, Any]:
+    """Replication between two stand-in regions (east, then west as ``west_kind``)."""
     replication = GlobalTableReplication(
         "ledger", [RegionEndpoint("us-east-1", "http://e"), RegionEndpoint("us-west-2", "http://w")], clock=clock
     )
-    east, west = PausedRegion("us-east-1", clock), PausedRegion("us-west-2", clock)
+    east, west = PausedRegion("us-east-1", clock), west_kind("us-west-2", clock)
     replication.regions = {"us-east-1": east, "us-west-2": west}  # type: ignore[dict-item]
+    return replication, east, west
+
+
+def test_a_write_that_timed_out_and_landed_later_is_not_bounced_back_over_newer_versions() -> None:
+    clock = Clock()
+    replication, east, west = _two_regions(clock)
 
     east.write(_item("a"))  # the relay's first write of a capture item
     replication.step()
@@ -115,11 +123,7 @@ class CountingRegion(PausedRegion):
 
 def test_a_region_whose_stream_does_not_answer_costs_a_step_one_timeout_and_its_changes_wait() -> None:
     clock = Clock()
-    replication = GlobalTableReplication(
-        "ledger", [RegionEndpoint("us-east-1", "http://e"), RegionEndpoint("us-west-2", "http://w")], clock=clock
-    )
-    east, west = PausedRegion("us-east-1", clock), CountingRegion("us-west-2", clock)
-    replication.regions = {"us-east-1": east, "us-west-2": west}  # type: ignore[dict-item]
+    replication, east, west = _two_regions(clock, CountingRegion)
     west.paused = True
 
     east.write(_item("a"))
