@@ -39,7 +39,7 @@ def _rows(prefix: str) -> Iterator[PurgeListRow]:
                     for line in part:
                         if line.strip():
                             yield purge_list_row(line)
-                except (OSError, EOFError, zlib.error) as e:  # a truncated or corrupt part: the others go on
+                except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # a truncated or corrupt part: the rest go on
                     logger.exception("purge-list part unreadable after its first rows", key=item["Key"], error=str(e))
                     yield PurgeListRow("", "", None, MALFORMED)
 

@@ -57,7 +57,7 @@ def test_a_prefix_outside_the_reconcile_runs_is_refused(handler: ModuleType) -> 
         handler.lambda_handler({"prefix": "configurations/"}, FakeContext())
 
 
-def test_a_bad_line_or_a_truncated_part_is_counted_and_every_readable_row_is_recorded(handler: ModuleType) -> None:
+def test_a_bad_line_or_a_broken_part_is_counted_and_every_readable_row_is_recorded(handler: ModuleType) -> None:
     def row(n: int) -> str:
         return json.dumps(
             {"queue": "ORDERS", "key": str(ULID()), "message_id": f"ID:app-1-1795340000000-1:1:-1:1:{n}",
@@ -70,8 +70,9 @@ def test_a_bad_line_or_a_truncated_part_is_counted_and_every_readable_row_is_rec
     s3 = boto3.client("s3")
     s3.put_object(Bucket=BUCKET, Key=f"{event['prefix']}part-00000.json.gz", Body=whole)
     s3.put_object(Bucket=BUCKET, Key=f"{event['prefix']}part-00001.json.gz", Body=truncated)
+    s3.put_object(Bucket=BUCKET, Key=f"{event['prefix']}part-00002.json.gz", Body=row(5).encode())  # not gzip
 
     result = handler.lambda_handler(event, FakeContext())
 
-    assert result["skipped"] == {"malformed": 2}  # the bad line, and the rest of the truncated part
+    assert result["skipped"] == {"malformed": 3}  # the bad line, the truncated part's rest, the part not gzip
     assert result["recorded"] >= 2 + 1  # part 0's two rows, and what part 1 held before its end
