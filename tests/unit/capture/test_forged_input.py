@@ -64,7 +64,7 @@ def _advisories(draw: st.DrawFn) -> tuple[dict[str, str], str | bytes]:
     return headers, json.dumps({draw(st.sampled_from(["ActiveMQTextMessage", "ActiveMQMessage", ""])): message})
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=_advisories())
 def test_any_advisory_frame_is_a_valid_record_or_a_rejection(frame: Any) -> None:
     headers, body = frame
@@ -94,7 +94,7 @@ def _receipts(draw: st.DrawFn) -> str | bytes:
     return json.dumps(receipt)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=_receipts())
 def test_any_receipt_is_a_valid_record_or_a_rejection(data: str | bytes) -> None:
     try:
