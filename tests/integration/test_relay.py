@@ -16,6 +16,7 @@ from brokersync.capture.writer import LedgerWriter, RetryPolicy, WriteResult
 from brokersync.ledger import Ledger, LedgerUnavailableError
 from brokersync.metrics import RecordingMetrics
 from brokersync.topology import CONSUMED_QUEUE, PARKED_QUEUE, Topology
+from brokersync_local.backlog import wait_until
 from brokersync_local.world import LocalWorld
 from tests.integration.stomp_helpers import receive, send
 
@@ -141,5 +142,9 @@ def test_a_table_that_stays_down_leaves_every_advisory_unacked_on_the_broker(
     with pytest.raises(LedgerUnavailableError):
         AdvisoryRelay(primary, writer, topology, settings=FAST).run(max_seconds=3)
 
-    time.sleep(0.5)
-    assert primary_stats.queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size == 30
+    def held() -> int:
+        return primary_stats.queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size
+
+    wait_until(lambda: held() >= 30, 10, "every advisory back on the broker")
+    time.sleep(0.5)  # and none taken away later (an ACK the relay sent on its way out)
+    assert held() == 30
