@@ -17,7 +17,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import setting
-from brokersync.repair import MALFORMED, PurgeListRow, purge_list_row, repair_from_purge_list
+from brokersync.repair import MALFORMED_ROW, PurgeListRow, purge_list_row, repair_from_purge_list
 from brokersync.runtime import ledger_from_env
 
 logger = Logger()
@@ -41,7 +41,7 @@ def _rows(prefix: str) -> Iterator[PurgeListRow]:
                             yield purge_list_row(line)
                 except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # a truncated or corrupt part: the rest go on
                     logger.exception("purge-list part unreadable after its first rows", key=item["Key"], error=str(e))
-                    yield PurgeListRow("", "", None, MALFORMED)
+                    yield MALFORMED_ROW
 
 
 @logger.inject_lambda_context

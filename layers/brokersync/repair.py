@@ -48,6 +48,10 @@ class PurgeListRow:
     reason: str
 
 
+#: What a line that is no purge-list row, or a part that cannot be read, becomes.
+MALFORMED_ROW = PurgeListRow("", "", None, MALFORMED)
+
+
 def purge_list_row(line: str | bytes) -> PurgeListRow:
     """One JSON line of the purge list. A line that is not a row comes back with reason
     :data:`MALFORMED`, which the repair counts and never records: one bad line must not stop
@@ -56,14 +60,14 @@ def purge_list_row(line: str | bytes) -> PurgeListRow:
         row = json.loads(line)
     except (ValueError, RecursionError) as e:
         logger.warning("purge-list line is not JSON: %s", e)
-        return PurgeListRow("", "", None, MALFORMED)
+        return MALFORMED_ROW
     if isinstance(row, dict):
         queue, key, message_id, reason = (row.get(f) for f in ("queue", "key", "message_id", "reason"))
         texts = isinstance(queue, str) and bool(queue) and isinstance(key, str) and isinstance(reason, str)
         if texts and (message_id is None or isinstance(message_id, str)):
             return PurgeListRow(queue, key, message_id, reason)
     logger.warning("purge-list line is not a row of queue, key, message_id and reason: %.200r", line)
-    return PurgeListRow("", "", None, MALFORMED)
+    return MALFORMED_ROW
 
 
 @dataclass

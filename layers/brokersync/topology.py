@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokersync.exceptions import TopologyError
+from brokersync.text_files import read_text_file
 
 #: The queue on the primary that buffers consumed advisories until the relay drains them.
 CONSUMED_QUEUE = "BROKERSYNC.CONSUMED"
@@ -438,14 +439,9 @@ def load_topology(path: str | Path) -> Topology:
     """Read and validate a topology file (YAML, UTF-8)."""
     path = Path(path)
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_TOPOLOGY_BYTES + 1)
+        text = read_text_file(path, limit=MAX_TOPOLOGY_BYTES)
     except OSError as e:
         raise TopologyError("(file)", f"cannot read {path}: {e.strerror}") from e
-    if len(raw) > MAX_TOPOLOGY_BYTES:
-        raise TopologyError("(file)", f"{path} is larger than {MAX_TOPOLOGY_BYTES:,} bytes: not a topology")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TopologyError("(file)", f"{path} is not UTF-8 text: {e.reason} at byte {e.start}") from e
+    except ValueError as e:  # too large, or not UTF-8
+        raise TopologyError("(file)", f"{path} is {e}: not a topology") from e
     return parse_topology_text(text, source=str(path))

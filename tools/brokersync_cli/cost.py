@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
-from brokersync_cli.files import read_user_text
+from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
 
@@ -119,7 +119,7 @@ def load_prices(path: Path | None) -> Prices:
     """
     if path is None:
         return Prices()
-    given = json.loads(read_user_text(path))
+    given = json.loads(read_text_file(path))
     if not isinstance(given, dict):  # a ValueError like every other fault of the file: exit 2
         raise ValueError(  # noqa: TRY004
             f"{path}: expected a JSON object of price names to numbers, not {type(given).__name__}"

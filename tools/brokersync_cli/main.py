@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.exceptions import BrokerSyncError
+from brokersync.text_files import read_text_file
 from brokersync_cli import operations, reconcile
 from brokersync_cli.argtypes import count, non_negative, port, positive
 from brokersync_cli.errors import UsageError
-from brokersync_cli.files import read_user_text
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -37,7 +37,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         # A base that cannot be merged (not XML, not a <broker>, a grant that would open
         # BrokerSync's queues to others) is the user's file to fix: exit 2, as for a missing one.
         with user_input(f"--base {args.base}"):
-            base = read_user_text(args.base)
+            base = read_text_file(args.base)
             document = render_configuration(topology, args.role, base=base)
     if args.out:
         out_dir = Path(args.out)

@@ -1,7 +1,8 @@
-"""Reading a file the user named: bounded, UTF-8, and every failure an error they can fix (exit 2).
+"""Reading a file someone named (a topology, a base configuration, prices): bounded and UTF-8.
 
 A path such as ``/dev/zero`` or a FIFO would otherwise be read until memory ran out, and a
-binary file would end in a codec's traceback.
+binary file would end in a codec's traceback; callers turn the errors into their own
+(``TopologyError``, the CLI's exit 2).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 MAX_INPUT_BYTES = 4 << 20
 
 
-def read_user_text(path: str | Path, *, limit: int = MAX_INPUT_BYTES) -> str:
+def read_text_file(path: str | Path, *, limit: int = MAX_INPUT_BYTES) -> str:
     """The text of ``path``; ``OSError`` if it cannot be read, ``ValueError`` if it is too large or not UTF-8."""
     with Path(path).open("rb") as file:
         raw = file.read(limit + 1)
