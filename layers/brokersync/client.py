@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from ulid import ULID
 
-from brokersync.capture.receipts import receipt_json
-from brokersync.keys import key_kind, validate_key, validate_message_id
+from brokersync.capture.receipts import receipt_identity, receipt_json
+from brokersync.keys import key_kind, validate_key
 from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import RECEIPTS_QUEUE, synced_queue_name
 
@@ -83,12 +83,7 @@ class ReceiptPublisher:
         """
         when = consumed_at_ms if consumed_at_ms is not None else int(time.time() * 1000)
         synced_queue_name(queue)
-        kind = key_kind(key)
-        validate_key(key, kind)
-        if message_id is not None:
-            validate_message_id(message_id)
-        elif kind == "correlation-id":
-            raise ValueError(f"a receipt for ULID key {key} needs the consumed message's id (message_id)")
+        receipt_identity(key, key_kind(key), message_id)
         if plausible_consumed_at_ms(when) is None:
             raise ValueError(f"consumed_at_ms={when!r} is not epoch milliseconds from 2000 to 2100")
         body = receipt_json(queue, key, when, message_id)

@@ -76,8 +76,16 @@ ULID_KEY = "01KAQ3ZC9W4T0V5GQ6N8M2R7XH"
         ("ORDERS", ULID_KEY, "ID:x\n", 1795340000000, "ID:x"),
         ("ORDERS", ULID_KEY, MESSAGE_ID, 1795340000, "epoch milliseconds"),
         ("ORDERS,AUDIT", ULID_KEY, MESSAGE_ID, 1795340000000, "plain queue name"),
+        ("PAYMENTS", MESSAGE_ID, MESSAGE_ID + "0", 1795340000000, "differs from the message-id key"),
     ],
-    ids=["ulid-without-message-id", "key-not-a-key", "message-id-not-one", "time-in-seconds", "two-queues"],
+    ids=[
+        "ulid-without-message-id",
+        "key-not-a-key",
+        "message-id-not-one",
+        "time-in-seconds",
+        "two-queues",
+        "message-id-key-with-another-id",
+    ],
 )
 def test_a_receipt_the_function_would_refuse_is_refused_before_it_is_sent(
     queue: str, key: str, message_id: str | None, consumed_at_ms: int, error: str

@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, key_kind, validate_key, validate_message_id
+from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, SyncKey, key_kind, validate_key, validate_message_id
 from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
@@ -51,6 +51,39 @@ class Receipt(BaseModel):
         if ms is None:
             raise ValueError("consumedAt must be ISO 8601 or epoch milliseconds, from 2000 to 2100")
         return ms
+
+
+class ReceiptIdError(ValueError):
+    """A receipt's message id does not name the message its key does; ``reason`` says how."""
+
+    def __init__(self, reason: RejectReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def receipt_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[str, str]:
+    """The receipt's key and message id, checked as the purge needs them; the topology plays no part.
+
+    One definition for the record function (:func:`parse_receipt`) and the client helper that
+    publishes receipts, so a receipt the helper sends is never one the function refuses for
+    its key or id. Raises :class:`InvalidKeyError` for a malformed key or id, and
+    :class:`ReceiptIdError` for a message id that differs from a message-id key or a ULID key
+    without a message id: two messages can share a correlation id, and the purge removes
+    exactly the one consumed, by its id.
+    """
+    key = validate_key(key, kind)
+    checked_id = validate_message_id(message_id) if message_id is not None else None
+    if kind == "message-id":
+        if checked_id is not None and checked_id != key:
+            raise ReceiptIdError(
+                RejectReason.INVALID_KEY, f"messageId {checked_id!r} differs from the message-id key {key!r}"
+            )
+        return key, key
+    if checked_id is None:
+        raise ReceiptIdError(
+            RejectReason.MISSING_KEY, f"a receipt for ULID key {key} needs the consumed message's id (messageId)"
+        )
+    return key, checked_id
 
 
 def receipt_json(queue: str, key: str, consumed_at_ms: int, message_id: str | None = None) -> str:
@@ -82,18 +115,11 @@ def parse_receipt(data: bytes | str, topology: Topology) -> ConsumedRecord:
     if kind != queue.sync_key and not (kind == "message-id" and queue.message_id_fallback):
         raise RejectedInputError(RejectReason.INVALID_KEY, f"{receipt.queue} is synced by {queue.sync_key}")
     try:
-        key = validate_key(receipt.key, kind)
-        message_id = validate_message_id(receipt.message_id) if receipt.message_id is not None else None
+        key, message_id = receipt_identity(receipt.key, kind, receipt.message_id)
     except InvalidKeyError as e:
         raise RejectedInputError(RejectReason.INVALID_KEY, str(e)) from e
-    if kind == "message-id":
-        if message_id is not None and message_id != key:
-            raise RejectedInputError(RejectReason.INVALID_KEY, "messageId differs from the message-id key")
-        message_id = key
-    elif message_id is None:
-        raise RejectedInputError(
-            RejectReason.MISSING_KEY, f"a receipt for ULID key {key} needs the consumed message's messageId"
-        )
+    except ReceiptIdError as e:
+        raise RejectedInputError(e.reason, str(e)) from e
     return ConsumedRecord(
         queue=queue.name, key=key, key_kind=kind, consumed_at_ms=receipt.consumed_at_ms, message_id=message_id
     )
