@@ -34,6 +34,13 @@ def parse_configuration(text: str) -> etree._Element:
         root = etree.fromstring(text.strip().encode("utf-8"), parser)
     except etree.XMLSyntaxError as e:
         raise RenderError(f"the base configuration is not well-formed XML: {e}") from e
+    if root.getroottree().docinfo.doctype:
+        # The parser neither loads nor expands a DTD, and serialising drops it: a document
+        # that used its entities would come out naming entities nothing declares any more.
+        raise RenderError(
+            "the base configuration has a <!DOCTYPE>: Amazon MQ configurations take no DTD or "
+            "entities; remove it and write any entity's text in place"
+        )
     if root.tag != core("broker"):
         raise RenderError(
             f'the base configuration\'s root must be <broker xmlns="{CORE_NS}">, found {root.tag!r} '

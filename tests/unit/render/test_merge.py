@@ -103,7 +103,19 @@ def test_a_customer_forward_only_composite_on_a_synced_queue_is_refused(topology
         ("<broker", "not well-formed"),
         ('<beans xmlns="http://www.springframework.org/schema/beans"/>', "root must be <broker"),
         ("<broker/>", "root must be <broker"),
+        (
+            '<!DOCTYPE broker [<!ENTITY q "ORDERS">]>'
+            '<broker xmlns="http://activemq.apache.org/schema/core"><destinations>'
+            '<queue physicalName="&q;"/></destinations></broker>',
+            "DOCTYPE",
+        ),
+        (
+            '<!DOCTYPE broker [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            '<broker xmlns="http://activemq.apache.org/schema/core"><plugins>&x;</plugins></broker>',
+            "DOCTYPE",
+        ),
     ],
+    ids=["truncated", "spring-beans", "no-namespace", "internal-entity", "external-entity"],
 )
 def test_a_base_that_is_not_a_configuration_is_refused(topology: Topology, base: str, message: str) -> None:
     with pytest.raises(RenderError, match=message):
