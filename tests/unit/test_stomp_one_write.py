@@ -7,9 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 import stomp
+from hypothesis import given
+from hypothesis import strategies as st
 from stomp.exception import StompException
 
-from brokersync.broker.stomp import send_in_one_write
+from brokersync.broker.stomp import send_in_one_write, stomp_escape
 from tests.unit.stomp_writes import frames_in
 
 ACK_ID = "ID:app-41000-1795340000000-1:1:-1:1:7"
@@ -73,3 +75,46 @@ def test_a_closed_tls_connection_raises_stomp_py_s_own_error() -> None:
 
     with pytest.raises(StompException):
         send_in_one_write(connection, [("UNSUBSCRIBE", {"id": "purge-3"})])  # type: ignore[arg-type]
+
+
+def _bytes_as_stomp_py_builds_them(frames: list[tuple[str, dict[str, str]]]) -> bytes:
+    return b"".join(
+        stomp.utils.pack(stomp.utils.convert_frame(stomp.utils.Frame(c, {k: stomp_escape(v) for k, v in h.items()})))
+        for c, h in frames
+    )
+
+
+_HEADER_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ACK", "NACK", "UNSUBSCRIBE", "SUBSCRIBE", "BEGIN"]),
+            st.dictionaries(st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=12), _HEADER_TEXT, max_size=4),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_bytes_are_stomp_py_s_own_whichever_way_they_are_built(frames: list[tuple[str, dict[str, str]]]) -> None:
+    """With only stomp.py's heartbeat clock listening, the frames are built without Frame objects."""
+    connection = _connection(blocking=True)
+    connection.transport.listeners = {
+        "protocol-listener": stomp.listener.HeartbeatListener(connection.transport, (0, 0))
+    }
+
+    send_in_one_write(connection, frames)  # type: ignore[arg-type]
+
+    assert connection.transport.writes == [_bytes_as_stomp_py_builds_them(frames)]
+
+
+def test_the_heartbeat_clock_moves_once_for_a_write_of_many_frames() -> None:
+    connection = _connection(blocking=True)
+    clock = stomp.listener.HeartbeatListener(connection.transport, (0, 0))
+    clock.next_outbound_heartbeat, clock.send_sleep = 0.0, 5.0
+    connection.transport.listeners = {"protocol-listener": clock}
+
+    send_in_one_write(connection, [("ACK", {"id": ACK_ID}), ("ACK", {"id": ACK_ID + "0"})])  # type: ignore[arg-type]
+
+    assert clock.next_outbound_heartbeat > 0.0

@@ -110,6 +110,30 @@ def stomp_escape(value: str) -> str:
     return value
 
 
+_NO_OP_ON_SEND = stomp.ConnectionListener.on_send
+_CLOCK_ON_SEND = stomp.listener.HeartbeatListener.on_send
+_CONNECTS = frozenset({"CONNECT", "STOMP"})
+
+
+def _clock_only(listener: object) -> bool:
+    """Whether ``listener`` has no ``on_send``, stomp.py's no-op one, or its heartbeat clock's.
+
+    The heartbeat listener's ``on_send`` only moves the next outbound heart-beat (it touches
+    a frame only for CONNECT, which never goes this way), so a write of many frames moves it
+    once, as its last frame would. Any other listener sees every frame, as stomp.py shows them.
+    """
+    on_send = getattr(type(listener), "on_send", None)
+    return on_send is None or on_send is _NO_OP_ON_SEND or on_send is _CLOCK_ON_SEND
+
+
+def _frame_bytes(frames: list[tuple[str, dict[str, str]]]) -> bytes:
+    """Body-less frames as stomp.py's ``convert_frame`` writes them: headers sorted, values escaped, NUL-ended."""
+    return "".join(
+        command + "\n" + "".join(f"{key}:{stomp_escape(headers[key])}\n" for key in sorted(headers)) + "\n\x00"
+        for command, headers in frames
+    ).encode()
+
+
 def send_in_one_write(connection: stomp.Connection12, frames: list[tuple[str, dict[str, str]]]) -> None:
     """Send body-less frames (``(command, headers)``, in order) to the broker in a single write.
 
@@ -128,13 +152,23 @@ def send_in_one_write(connection: stomp.Connection12, frames: list[tuple[str, di
     TLS one.
     """
     transport = connection.transport
-    built = [stomp.utils.Frame(command, {k: stomp_escape(v) for k, v in h.items()}) for command, h in frames]
-    for frame in built:
-        for listener in list(transport.listeners.values()):
-            on_send = getattr(listener, "on_send", None)
-            if on_send is not None:
-                on_send(frame)
-    data = b"".join(stomp.utils.pack(stomp.utils.convert_frame(frame)) for frame in built)
+    listeners = list(transport.listeners.values())
+    if frames and all(_clock_only(listener) for listener in listeners) and not _CONNECTS & {c for c, _ in frames}:
+        # The common case, built without a Frame object and convert_frame per frame: at the
+        # relay's rate that building was 7 % of its CPU (py-spy, 1,000 msg/s).
+        data = _frame_bytes(frames)
+        last = stomp.utils.Frame(frames[-1][0])
+        for listener in listeners:
+            if getattr(type(listener), "on_send", None) is _CLOCK_ON_SEND:
+                listener.on_send(last)
+    else:
+        built = [stomp.utils.Frame(command, {k: stomp_escape(v) for k, v in h.items()}) for command, h in frames]
+        for frame in built:
+            for listener in listeners:
+                on_send = getattr(listener, "on_send", None)
+                if on_send is not None:
+                    on_send(frame)
+        data = b"".join(stomp.utils.pack(stomp.utils.convert_frame(frame)) for frame in built)
     if transport.blocking:
         transport.send(data)
         return
