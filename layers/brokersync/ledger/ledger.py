@@ -66,17 +66,18 @@ class DecodedElements:
     (py-spy). An element is bytes or text that never changes, and what it decodes to
     depends only on its bucket and its item's prefix entries, so a decoded element is
     reused while the item's prefix entries are the ones it was decoded with. Only the items
-    the last call read are kept, which bounds the memory by what one call reads.
+    the last call for each queue read are kept, which bounds the memory by what one call
+    per queue reads.
     """
 
     def __init__(self) -> None:
         self._items: dict[tuple[str, ItemRef], tuple[frozenset[str], dict[bytes | str, Decoded]]] = {}
-        self._read: set[tuple[str, ItemRef]] = set()
+        self._read: dict[str, set[ItemRef]] = defaultdict(set)
 
     def decode(self, queue: str, ref: ItemRef, keys: KeySets) -> list[Decoded]:
         """What :func:`decode_item` gives for ``keys``, in its order, decoding only elements not seen before."""
         place = (queue, ref)
-        self._read.add(place)
+        self._read[queue].add(ref)
         prefixes = frozenset(keys.prefixes)
         cached = self._items.get(place)
         if cached is None or cached[0] != prefixes:
@@ -95,10 +96,14 @@ class DecodedElements:
         """How many items' elements are held."""
         return len(self._items)
 
-    def keep_only_read(self) -> None:
-        """Forget every item the calls since the last one of these did not read."""
-        self._items = {place: value for place, value in self._items.items() if place in self._read}
-        self._read = set()
+    def keep_only_read(self, queue: str) -> None:
+        """Forget the items of ``queue`` that the calls since the last one of these did not read.
+
+        Per queue: a purge round reads each queue in turn, and one queue's read must not
+        forget what another queue's next round will read again.
+        """
+        read = self._read.pop(queue, set())
+        self._items = {place: value for place, value in self._items.items() if place[0] != queue or place[1] in read}
 
 
 def _merged(spans: Iterator[tuple[int, int]] | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -232,7 +237,7 @@ class Ledger(LedgerStore):
             if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
             after = pointers[-1].sk
-        self._decoded.keep_only_read()
+        self._decoded.keep_only_read(queue)
         ordered = sorted(found.items(), key=lambda item: (item[1], item[0][0], item[0][1] or ""))
         return [
             PendingKey(key, consumed_at, message_id, tuple(places[(key, message_id)]))

@@ -57,14 +57,24 @@ def test_each_round_decodes_to_what_the_item_decodes_to_afresh(rounds: list[tupl
         keys = _keys(indexes, forged)
 
         assert memo.decode("ORDERS", ref, keys) == decode_item(BUCKET, keys.ulids, keys.message_ids, keys.prefixes)
-        memo.keep_only_read()
+        memo.keep_only_read("ORDERS")
 
 
 def test_items_a_round_did_not_read_are_forgotten() -> None:
     memo = DecodedElements()
     memo.decode("ORDERS", ItemRef(0, BUCKET), _keys({1, 2}, set()))
-    memo.keep_only_read()
+    memo.keep_only_read("ORDERS")
     memo.decode("ORDERS", ItemRef(0, BUCKET + 250), _keys({3}, set()))
-    memo.keep_only_read()
+    memo.keep_only_read("ORDERS")
 
     assert len(memo) == 1
+
+
+def test_one_queue_s_round_keeps_what_another_queue_read() -> None:
+    memo = DecodedElements()
+    memo.decode("ORDERS", ItemRef(0, BUCKET), _keys({1, 2}, set()))
+    memo.keep_only_read("ORDERS")
+    memo.decode("PAYMENTS", ItemRef(0, BUCKET), _keys({3}, set()))
+    memo.keep_only_read("PAYMENTS")
+
+    assert len(memo) == 2
