@@ -113,8 +113,12 @@ def test_the_heartbeat_clock_moves_once_for_a_write_of_many_frames() -> None:
     connection = _connection(blocking=True)
     clock = stomp.listener.HeartbeatListener(connection.transport, (0, 0))
     clock.next_outbound_heartbeat, clock.send_sleep = 0.0, 5.0
+    shown: list[str] = []
+    clock_on_send = clock.on_send
+    clock.on_send = lambda frame: (shown.append(frame.cmd), clock_on_send(frame))  # type: ignore[method-assign]
     connection.transport.listeners = {"protocol-listener": clock}
 
     send_in_one_write(connection, [("ACK", {"id": ACK_ID}), ("ACK", {"id": ACK_ID + "0"})])  # type: ignore[arg-type]
 
+    assert shown == ["ACK"]
     assert clock.next_outbound_heartbeat > 0.0
