@@ -57,13 +57,17 @@ def _decode(bucket_ms: int, keys: KeySets) -> list[Decoded]:
     return decode_item(bucket_ms, keys.ulids, keys.message_ids, keys.prefixes)
 
 
+#: An item's prefix entries as decoded with, and its elements decoded so far.
+_DecodedItem = tuple[frozenset[str], dict[bytes | str, Decoded]]
+
+
 class DecodedElements:
     """Elements of capture items decoded by earlier :meth:`Ledger.pending` calls, to decode each once.
 
     Why: the purge reads the same recent items round after round, and an element stays
     unresolved for several rounds (its copy still on the way, or held for a fuller selector),
-    so it was decoded in each of them: decoding was 17 % of the purge's CPU at 1,000 msg/s
-    (py-spy). An element is bytes or text that never changes, and what it decodes to
+    so it was decoded in each of them: decoding was 17 % of the purge's py-spy samples at
+    1,000 msg/s (decision 0031). An element is bytes or text that never changes, and what it decodes to
     depends only on its bucket and its item's prefix entries, so a decoded element is
     reused while the item's prefix entries are the ones it was decoded with. Only the items
     the last call for each queue read are kept, which bounds the memory by what one call
@@ -71,17 +75,18 @@ class DecodedElements:
     """
 
     def __init__(self) -> None:
-        self._items: dict[tuple[str, ItemRef], tuple[frozenset[str], dict[bytes | str, Decoded]]] = {}
-        self._read: dict[str, set[ItemRef]] = defaultdict(set)
+        #: Per queue, what the last ``pending`` call read, and what the call in progress has read.
+        self._kept: dict[str, dict[ItemRef, _DecodedItem]] = {}
+        self._reading: dict[str, dict[ItemRef, _DecodedItem]] = defaultdict(dict)
 
     def decode(self, queue: str, ref: ItemRef, keys: KeySets) -> list[Decoded]:
         """What :func:`decode_item` gives for ``keys``, in its order, decoding only elements not seen before."""
-        place = (queue, ref)
-        self._read[queue].add(ref)
+        reading = self._reading[queue]
         prefixes = frozenset(keys.prefixes)
-        cached = self._items.get(place)
+        cached = reading.get(ref) or self._kept.get(queue, {}).get(ref)
         if cached is None or cached[0] != prefixes:
-            cached = self._items[place] = (prefixes, {})
+            cached = (prefixes, {})
+        reading[ref] = cached
         known = cached[1]
         fresh = KeySets(
             ulids={e for e in keys.ulids if e not in known},
@@ -93,17 +98,16 @@ class DecodedElements:
         return [known[e] for e in keys.ulids] + [known[e] for e in keys.message_ids]
 
     def __len__(self) -> int:
-        """How many items' elements are held."""
-        return len(self._items)
+        """How many items are kept from the last call for each queue."""
+        return sum(len(items) for items in self._kept.values())
 
     def keep_only_read(self, queue: str) -> None:
-        """Forget the items of ``queue`` that the calls since the last one of these did not read.
+        """Keep, of ``queue``'s items, only those read since the last call of this.
 
         Per queue: a purge round reads each queue in turn, and one queue's read must not
         forget what another queue's next round will read again.
         """
-        read = self._read.pop(queue, set())
-        self._items = {place: value for place, value in self._items.items() if place[0] != queue or place[1] in read}
+        self._kept[queue] = self._reading.pop(queue, {})
 
 
 def _merged(spans: Iterator[tuple[int, int]] | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
