@@ -19,9 +19,10 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.metrics import RecordingMetrics
-from brokersync.purge.late_copies import LateCopySweep
+from brokersync.purge.late_copies import LateCopySweep, consumed_at_head
 from brokersync.purge.remover import SelectorRemover
 from brokersync.topology import Topology
+from brokersync_local.browsing import browse
 from tests.integration.stomp_helpers import receive
 from tests.integration.test_exact_removal import copies_settled, dr_state, produce
 
@@ -52,4 +53,37 @@ def test_a_redelivered_copy_of_a_purged_message_is_removed_and_an_unconsumed_one
     assert consumed.headers["message-id"] not in on_dr_after
     assert on_dr_after == redelivered_after == on_dr - {consumed.headers["message-id"]}
     # The unconsumed copy was browsed, never delivered: one dequeue, the removed copy's.
+    assert StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count == dequeued_before + 1
+
+
+def test_a_message_consumed_before_its_broker_was_lost_is_removed_from_the_head_and_nothing_else_is(
+    topology: Topology, primary: StompConnector, dr: StompConnector
+) -> None:
+    """A failback's head sweep: the rejoining broker holds again a message consumed on it, its key
+    already purged and the message not marked redelivered; a message whose key names another
+    message id, and an unconsumed one, stay undelivered."""
+    consumed_key, reused_key, kept_key = str(ULID()), str(ULID()), str(ULID())
+    produce(primary, "ORDERS", [consumed_key, reused_key, kept_key])
+    copies_settled(primary, topology)
+    on_dr, redelivered = dr_state(dr)
+    assert len(on_dr) == 3 and not redelivered
+    by_key = {f.headers["correlation-id"]: f.headers["message-id"] for f in browse(dr, "ORDERS")}
+    now_ms = int(time.time() * 1000)
+    ledger = memory_ledger()
+    ledger.record(
+        "ORDERS",
+        [
+            LedgerEntry(consumed_key, now_ms, by_key[consumed_key]),
+            LedgerEntry(reused_key, now_ms, "ID:another-broker-1-1700000000000-1:1:1:1:1"),
+        ],
+    )
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+    dequeued_before = StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count
+
+    removed = consumed_at_head().sweep(ledger, SelectorRemover(dr), topology, RecordingMetrics())
+
+    on_dr_after, redelivered_after = dr_state(dr)
+    assert removed == 1
+    assert on_dr_after == on_dr - {by_key[consumed_key]}
+    assert not redelivered_after
     assert StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count == dequeued_before + 1

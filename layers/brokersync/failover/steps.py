@@ -30,6 +30,7 @@ from brokersync.ledger.base import LedgerStore
 from brokersync.ledger.control import ControlRecords
 from brokersync.ledger.exceptions import LedgerError
 from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.purge.late_copies import consumed_at_head
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
@@ -462,7 +463,10 @@ class FailoverSteps:
         Its queues still hold what was unconsumed when it went away, and the new primary's copy
         backlog flows in once the bridge connects; a key is therefore not given up on as missing
         until the new primary's outflow has caught up (``done``); after that the purge loop,
-        with its usual cutoff, takes over.
+        with its usual cutoff, takes over. Its queues may also hold, at their heads, messages
+        consumed on it just before it was lost whose removal its store lost (their keys are
+        no longer pending): each invocation's first round browses the heads for those
+        (:func:`~brokersync.purge.late_copies.consumed_at_head`).
         """
         after = self._after(ctx)
         service = PurgeService(
@@ -471,6 +475,7 @@ class FailoverSteps:
             after,
             settings=PurgeSettings(missing_after=timedelta(days=3650)),
             metrics=self.env.metrics,
+            late_copies=consumed_at_head(check_budget_s=max_seconds),
         )
         try:
             outflow = self.env.statistics(after.primary).queue_stats([after.dr_name(q) for q in after.queues])
@@ -481,6 +486,7 @@ class FailoverSteps:
         return {
             "done": caught_up,
             "removed": report.purged,
+            "removedAtHead": report.swept,
             "stillPending": report.pending,
             "copyBacklog": {name: s.size for name, s in outflow.items()},
         }

@@ -28,6 +28,15 @@ past the invocation's deadline), and looks up a queue's copies together, in one 
 the ledger per stretch of time their windows cover (``consumed_entries_of``, decision 0030):
 one by one, every message-id key re-read the same last 15 minutes of the queue's ledger.
 
+The same sweep, browsing without a selector from the head of each queue
+(:func:`consumed_at_head`), is how a failback finds messages consumed on the rejoining broker
+while it was primary whose removal its store lost when it died: the consumer had them, the
+advisory reached the ledger and the DR copy was purged, but the broker came back holding them
+again, neither pending in the ledger nor marked redelivered (measured: 1 in 5,880 in the
+failback drill, consumed 60 ms before a SIGKILL). They were dispatched, so they are the oldest
+messages of their queue, at its head. The ledger is asked the same way, and only a message whose
+exact message id the ledger holds as consumed is removed.
+
 A copy found unconsumed is looked up again after ``recheck_after_s``, then after twice as
 long each time, up to ``max_recheck_s``: those copies are a backlog's, they stay for hours,
 and looking each up every minute kept the sweep, and with it the purge, busy for as long.
@@ -56,6 +65,9 @@ logger = logging.getLogger(__name__)
 
 #: What selects the bridge's redelivered copies on a DR queue.
 REDELIVERED = "JMSRedelivered = TRUE"
+#: Messages browsed from the head of each queue of a rejoining broker (:func:`consumed_at_head`):
+#: more than the prefetch windows of the consumers it had when it died.
+HEAD_BROWSE = 10_000
 
 
 @dataclass
@@ -77,6 +89,10 @@ class LateCopySweep:
     recheck_after_s: float = 60.0
     max_recheck_s: float = 3600.0
     clock: Callable[[], float] = time.monotonic
+    #: What is browsed: the bridge's redelivered copies, or (None) every message from the head.
+    selector: str | None = REDELIVERED
+    #: What the removed messages are, in the log.
+    removed_as: str = "late copies of consumed messages (bridge redeliveries)"
     _last: float | None = field(default=None, init=False)
     #: How long a removed copy's message id is remembered for the purge to mark (see :meth:`removed`).
     remember_removed_s: float = 3600.0
@@ -124,11 +140,7 @@ class LateCopySweep:
             now = self.clock()
             self._removed.setdefault(queue.name, {}).update(dict.fromkeys(result.removed, now))
             if result.removed:
-                logger.warning(
-                    "%d late copies of consumed messages removed from %s (bridge redeliveries)",
-                    len(result.removed),
-                    queue.name,
-                )
+                logger.warning("%d %s removed from %s", len(result.removed), self.removed_as, queue.name)
             if result.error is not None:
                 metrics.add_metric("LateCopiesRemoved", "Count", removed)
                 raise result.error
@@ -155,12 +167,12 @@ class LateCopySweep:
         return answer is not None and answer[0] > self.clock()
 
     def _browse(self, connector: StompConnector, queue: Queue) -> Iterator[SnapshotLine]:
-        """Every redelivered message on ``queue``, browsed: nothing delivered, nothing counted."""
+        """Every message on ``queue`` that ``selector`` selects, browsed: nothing delivered, nothing counted."""
         browser = QueueBrowser(connector, idle_timeout_s=self.browse_timeout_s, prefetch=self.max_copies)
-        return browser.lines(queue, selector=REDELIVERED)
+        return browser.lines(queue, selector=self.selector)
 
     def _redelivered(self, connector: StompConnector, queue: Queue) -> Iterator[SnapshotLine]:
-        """Redelivered messages on ``queue`` not recently found unconsumed, from the first ``max_browse``."""
+        """Browsed messages on ``queue`` not recently found unconsumed, from the first ``max_browse``."""
         lines = self._browse(connector, queue)
         try:
             for browsed, line in enumerate(lines, start=1):
@@ -179,7 +191,7 @@ class LateCopySweep:
         stop_at: float,
         deadline: float | None = None,
     ) -> list[str]:
-        """Message ids of redelivered copies on ``queue`` that the ledger holds as consumed.
+        """Message ids of browsed messages on ``queue`` that the ledger holds as consumed.
 
         Looks up at most ``max_copies`` copies, together, and none once ``stop_at`` (this
         sweep's clock) or ``deadline`` (``time.monotonic()``) has passed.
@@ -211,3 +223,18 @@ class LateCopySweep:
             else:
                 self._found_unconsumed(line.message_id)
         return consumed
+
+
+def consumed_at_head(check_budget_s: float = 20.0) -> LateCopySweep:
+    """A sweep of the first ``HEAD_BROWSE`` messages of each queue of a rejoining broker (module doc).
+
+    A failback runs it once per catch-up invocation: looking each browsed key up is what costs,
+    so ``check_budget_s`` bounds it, and a queue not looked up in time is in the next one.
+    """
+    return LateCopySweep(
+        selector=None,
+        max_copies=HEAD_BROWSE,
+        max_browse=HEAD_BROWSE,
+        check_budget_s=check_budget_s,
+        removed_as="messages consumed before the broker was lost",
+    )
