@@ -206,8 +206,9 @@ def add_parsers(sub: Any) -> None:
     move.add_argument(
         "--old-side-lost",
         action="store_true",
-        help="the broker consuming the queue now is lost with its region: wait only for the new side's purge"
-        " (what it consumed and had not relayed becomes duplicates; nothing is lost)",
+        help="the broker consuming the queue now is lost with its region: wait only for the new side's purge,"
+        " and move anyway at --drain-timeout (what it consumed and had not relayed, and what the purge had not"
+        " removed by then, may be delivered again; nothing is lost)",
     )
     _execution_arguments(move, "touch nothing: check the move and print its steps")
     move.set_defaults(func=cmd_move_queue)

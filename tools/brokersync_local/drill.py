@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import threading
 import time
@@ -158,6 +159,8 @@ class Drill:
         self.log = TrafficLog()
         self.timeline = Timeline(echo=out)
         self.facts: dict[str, Any] = {}
+        #: Set when the run raises: the world's logs are kept beside the report before it is destroyed.
+        self.failed = False
         #: For watchers (the demo's live view): what the drill is doing, and which broker the
         #: applications use now. ``ready`` is set once sync runs and ``ledger`` can be read.
         self.phase = "starting a fresh local pair"
@@ -215,7 +218,8 @@ class Drill:
             if described["status"] != "RUNNING":
                 if described["status"] != "SUCCEEDED":
                     raise LocalWorldError(
-                        f"{machine} {described['status']}: {described.get('error')}: {described.get('cause')}"
+                        f"{machine} {described['status']}: {described.get('error')}: {described.get('cause')}; "
+                        + self._last_steps(arn, count=2)
                     )
                 return json.loads(described.get("output") or "{}")
             time.sleep(0.25)
@@ -270,6 +274,9 @@ class Drill:
             )
             self.risk.start()
             return self._run_traffic()
+        except BaseException:
+            self.failed = True
+            raise
         finally:
             self.phase = "stopping everything the drill started"
             with _interrupts_deferred():
@@ -300,7 +307,21 @@ class Drill:
 
     def _stop_world(self) -> None:
         if not self.settings.keep:
+            if self.failed:  # its logs explain it, and its world is about to go
+                self._keep_logs()
             self.world.destroy()
+
+    def _keep_logs(self) -> None:
+        """Copy the world's logs (functions, sync workers, brokers, moto) beside the report before the world goes."""
+        if self.settings.report is None:
+            return
+        into = self.settings.report / f"logs-{self.settings.mode}"
+        for log in self.world.state_dir.rglob("*.log"):
+            if log.is_file() and "kahadb" not in log.parts:
+                target = into / log.relative_to(self.world.state_dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(log, target)
+        self.out(f"drill failed: the world's logs are kept in {into}")
 
     def _warm_up(
         self, messages: int = WARM_UP_MESSAGES, timeout_s: float = WARM_UP_TIMEOUT_S, rate: float | None = None

@@ -67,8 +67,13 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         self.front_end.move_to(east, self.connectors[east])  # the lost region's front end fails over
         self.phase = f"region {self.away} lost: moving {self.queue} back to {east}"
         # As the runbook says: every queue consumed in the lost region moves back in one execution.
-        back = {"from": west, "to": east, "oldSideLost": True, "timeoutSeconds": int(settings.execution_timeout_s)}
+        # The move back waits for the survivor's purge for at most half the drill's patience, then
+        # moves anyway: a loaded host's purge can take minutes over a backlog this deep.
+        wait_s = max(10, int(settings.execution_timeout_s / 2))
+        back = {"from": west, "to": east, "oldSideLost": True, "timeoutSeconds": wait_s}
         self.facts["execution"] = self._execute_in(self.home, "MoveQueueStateMachine", back)
+        figures = (self.facts["execution"].get("status") or {}).get("Payload") or {}
+        self.facts["moved_with_pending_purge"] = figures.get("movedWithPendingPurge", 0)
         self.facts["rto_s"] = round(self.timeline.mark(f"{self.queue} moved back to {east}") - partitioned, 3)
         consumer.move_to(east, self.connectors[east])
         time.sleep(phase_s)
@@ -114,6 +119,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         result |= {
             "regions": {"lost_and_returned": self.away, "survivor": self.home},
             "move_s": self.facts.get("move_s"),
+            "moved_with_pending_purge": self.facts.get("moved_with_pending_purge"),
             "consumed_left_on": {broker: len(keys & consumed) for broker, keys in on.items()},
             "purge_loops_running": self._purge_loops(),
         }

@@ -12,8 +12,9 @@ flips:
 The old side purges the queue afterwards, so the flip also makes sure a purge loop runs in
 the old side's region (a pair's primary region runs none while it purges nothing).
 
-The move waits for all three, up to its timeout, and then writes the record with the queue's
-new active side. From the loops' next poll the new side's relay records the queue's
+The move waits for all three, up to its timeout (after which it fails and changes nothing,
+unless the old side is lost: see ``MoveContext.old_side_lost``), and then writes the record
+with the queue's new active side. From the loops' next poll the new side's relay records the queue's
 consumption and the old side's purge removes it there. Until a loop has polled, it works
 under the record it read last: a relay on the new side would still drain the queue's
 advisories as the purge's own and record none of them. So the move succeeds only
@@ -26,6 +27,7 @@ restarts: both roles already render capture for active-active queues (:mod:`brok
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,6 +41,8 @@ from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
 from brokersync.snapshot.browser import QueueBrowser
 from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
+
+logger = logging.getLogger(__name__)
 
 #: How long a move waits for the old side to drain unless the request says otherwise.
 DEFAULT_TIMEOUT_S = 600
@@ -64,8 +68,10 @@ class MoveContext:
     #: How long after the flip every loop of both regions works under the new record.
     settle_s: int = 0
     #: The old side's region is lost: its consumers and advisories cannot be read, so the move
-    #: waits only for the new side's purge. What the lost side consumed and had not relayed
-    #: becomes duplicates; nothing is lost (every copy on the new side stays until consumed).
+    #: waits only for the new side's purge, and at its timeout moves anyway (nothing consumes the
+    #: queue until it does). What the lost side consumed and had not relayed, and what the purge
+    #: had not removed by then, may be delivered again; nothing is lost (every copy on the new
+    #: side stays until consumed).
     old_side_lost: bool = False
 
     def to_wire(self) -> dict[str, Any]:
@@ -216,6 +222,7 @@ class QueueMove:
         keys = {q: self.env.ledger.pending(q, limit=1000, read_only=True) for q in ctx.queues}
         pending = {q: len(keys[q]) for q in ctx.queues}
         with_lost_side = 0
+        target_unreadable = ""
         if ctx.old_side_lost:
             # A key consumed on the lost side whose copy was still in that broker's outflow has no
             # message on the new side to remove until the region returns; waiting for it would
@@ -223,7 +230,10 @@ class QueueMove:
             target = self._broker(ctx.target)
             for name in ctx.queues:
                 ids = [k.message_id for k in keys[name] if k.message_id]
-                present = self.messages_on(target, self.env.topology.queue(name), ids) if ids else set()
+                try:
+                    present = self.messages_on(target, self.env.topology.queue(name), ids) if ids else set()
+                except BrokerUnavailableError as e:  # not known this time: all of them waited for
+                    target_unreadable, present = str(e), set(ids)
                 with_lost_side += pending[name] - len(present)
                 pending[name] = len(present)
         consumers = dict.fromkeys(ctx.queues, 0)
@@ -266,6 +276,22 @@ class QueueMove:
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,
         }
+        if target_unreadable:
+            figures["newSideUnreadable"] = target_unreadable
+        if not ready and figures["waitedSeconds"] > ctx.timeout_s and ctx.old_side_lost:
+            # The lost side consumes nothing, so the queue has no consumer until the move: at
+            # its timeout it moves anyway, with what the new side's purge has not removed yet
+            # at risk of a second delivery there (as a failover moves with its pending purge).
+            figures |= {"ready": True, "movedWithPendingPurge": figures["pendingPurge"]}
+            logger.warning(
+                "%s moved to %s at its %ss timeout with %s consumed messages still on %s (possible duplicates)",
+                ", ".join(ctx.queues),
+                ctx.target,
+                ctx.timeout_s,
+                figures["pendingPurge"],
+                ctx.target,
+            )
+            return figures
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
             waits = _still_waiting(ctx, unreadable, consumers, unrelayed, pending, source_pending)
             raise MoveNotReadyError(

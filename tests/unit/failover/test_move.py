@@ -290,6 +290,49 @@ def test_with_the_old_side_lost_keys_whose_copies_stayed_in_the_lost_region_do_n
     assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (True, 0, 3)
 
 
+def test_with_the_old_side_lost_the_move_flips_at_its_timeout_and_counts_what_the_purge_left(
+    move: QueueMove, clock: _Clock
+) -> None:
+    """Nothing consumes the queue until the move: a slow purge costs possible duplicates, not the queue."""
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    on_new_side = _OnNewSide()
+    move = QueueMove(move.env, messages_on_broker=on_new_side)
+    on_new_side.ids = set(_consumed_on_the_lost_side(move, 2))
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True, "timeoutSeconds": 30})
+    assert move.status(ctx)["ready"] is False
+    clock.now += 31
+
+    status = move.status(ctx)
+
+    assert (status["ready"], status["movedWithPendingPurge"]) == (True, 2)
+    assert move.flip(ctx, "exec-1")["changed"] is True
+
+
+def test_a_planned_move_still_fails_at_its_timeout_and_changes_nothing(move: QueueMove, clock: _Clock) -> None:
+    _consumed_on_the_lost_side(move, 1)  # pending on the new side: the old side is not drained
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
+    clock.now += 31
+    with pytest.raises(MoveNotReadyError, match="not yet removed"):
+        move.status(ctx)
+    assert move.env.roles.assignment(move.env.topology).active_side("CARTS") == EAST
+
+
+def test_with_the_old_side_lost_a_new_side_that_cannot_be_browsed_is_waited_for(move: QueueMove) -> None:
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+
+    def unreadable(broker: Broker, queue: Any, ids: list[str]) -> set[str]:
+        raise BrokerUnavailableError("the browse of orders-usw2 sent nothing for 10 s")
+
+    move = QueueMove(move.env, messages_on_broker=unreadable)
+    _consumed_on_the_lost_side(move, 2)
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+
+    status = move.status(ctx)
+
+    assert (status["ready"], status["pendingPurge"]) == (False, 2)
+    assert "sent nothing" in status["newSideUnreadable"]
+
+
 def test_old_side_lost_must_be_a_boolean(move: QueueMove) -> None:
     with pytest.raises(FailoverRequestError, match="oldSideLost"):
         move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": "yes"})
