@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from brokersync.keys import InvalidKeyError
 from brokersync.ledger.base import LedgerEntry
+from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.snapshot.browser import SnapshotLine
 from brokersync.topology import Queue
@@ -105,7 +107,7 @@ def test_a_sweep_whose_budget_is_spent_starts_no_lookup() -> None:
     ledger = SlowLedger(clock, consumed={"key-1"})
     sweep = _sweep(clock, copies=5)
 
-    assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now) == []  # type: ignore[arg-type]
+    assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now) is None  # type: ignore[arg-type]
     assert ledger.asked == []
 
 
@@ -116,7 +118,7 @@ def test_a_sweep_stops_at_the_invocations_deadline_whatever_its_budget() -> None
 
     found = sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60, deadline=0.0)  # type: ignore[arg-type]
 
-    assert found == [] and ledger.asked == []
+    assert found is None and ledger.asked == []
 
 
 def test_the_next_sweep_reaches_the_copies_behind_those_found_unconsumed() -> None:
@@ -202,3 +204,15 @@ def test_a_copy_still_waiting_is_remembered_and_one_gone_for_a_whole_cap_is_forg
     clock.now += 2.0
     sweep._forget_old_answers()
     assert sweep._unconsumed == {}
+
+
+def test_a_sweep_names_the_queues_it_had_no_time_to_look_up() -> None:
+    """A failback is done only once every queue's head was looked up (``consumed_at_head``)."""
+    clock = Clock()
+    ledger = SlowLedger(clock, cost_s=3.0)
+    sweep = _sweep(clock, copies=5, check_budget_s=2.0)
+    two_queues = SimpleNamespace(captured_queues=[QUEUE, Queue(name="CARTS")])
+
+    sweep.sweep(ledger, SimpleNamespace(connector=None), two_queues, RecordingMetrics())  # type: ignore[arg-type]
+
+    assert sweep.unchecked == ["CARTS"]  # the lookup of ORDERS took the whole budget

@@ -219,13 +219,34 @@ class Drill:
                 if described["status"] != "SUCCEEDED":
                     raise LocalWorldError(
                         f"{machine} {described['status']}: {described.get('error')}: {described.get('cause')}; "
-                        + self._last_steps(arn, count=2)
+                        + self._caught_error(arn)
                     )
                 return json.loads(described.get("output") or "{}")
             time.sleep(0.25)
         raise LocalWorldError(
             f"{machine} did not finish within {self.settings.execution_timeout_s:.0f}s; {self._last_steps(arn)}"
         )
+
+    def _caught_error(self, arn: str) -> str:
+        """The error a failed execution's Catch put in ``$.error`` ("See $.error"), its message unwrapped;
+        else its last steps. The drill's world, and the execution's history with it, is destroyed with it."""
+        try:
+            events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        except Exception as e:  # a diagnostic must never hide the failure it explains
+            return f"history unreadable: {e!r}"
+        for event in sorted(events, key=lambda e: e.get("id", 0), reverse=True):
+            details = event.get("stateEnteredEventDetails") or {}
+            try:
+                state_input = json.loads(details.get("input") or "{}")
+            except ValueError:
+                continue
+            error = state_input.get("error") if isinstance(state_input, dict) else None
+            if isinstance(error, dict):
+                cause = error.get("Cause") or ""
+                with contextlib.suppress(ValueError, AttributeError):
+                    cause = json.loads(cause).get("errorMessage", cause)
+                return f"{details.get('name')} after {error.get('Error')}: {str(cause)[:1000]}"
+        return self._last_steps(arn, count=2)
 
     def _last_steps(self, arn: str, count: int = 6) -> str:
         """The execution's last states and task outputs: where a hung transition waits, kept in the error
@@ -775,6 +796,9 @@ class Drill:
         if settings.mode in ("failback", "region-loss"):
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
+            # Consumed on the old primary just before it died, held again after its restart.
+            removal = (self.facts.get("failback_result") or {}).get("removal") or {}
+            result["removed_at_failback_heads"] = (removal.get("Payload") or {}).get("removedAtHead")
         return result
 
 

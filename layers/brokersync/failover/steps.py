@@ -465,26 +465,29 @@ class FailoverSteps:
         until the new primary's outflow has caught up (``done``); after that the purge loop,
         with its usual cutoff, takes over. Its queues may also hold, at their heads, messages
         consumed on it just before it was lost whose removal its store lost (their keys are
-        no longer pending): each invocation's first round browses the heads for those
-        (:func:`~brokersync.purge.late_copies.consumed_at_head`).
+        no longer pending): once caught up, the first round browses the heads for those
+        (:func:`~brokersync.purge.late_copies.consumed_at_head`), and the catch-up is done only
+        when every queue's head has been looked up.
         """
         after = self._after(ctx)
+        try:
+            outflow = self.env.statistics(after.primary).queue_stats([after.dr_name(q) for q in after.queues])
+        except BrokerSyncError:
+            outflow = {}
+        caught_up = bool(outflow) and sum(s.size for s in outflow.values()) <= CAUGHT_UP_COPIES
+        heads = consumed_at_head(check_budget_s=max_seconds) if caught_up else None
         service = PurgeService(
             self.env.ledger,
             self.env.remover(after.dr),
             after,
             settings=PurgeSettings(missing_after=timedelta(days=3650)),
             metrics=self.env.metrics,
-            late_copies=consumed_at_head(check_budget_s=max_seconds),
+            late_copies=heads,
         )
-        try:
-            outflow = self.env.statistics(after.primary).queue_stats([after.dr_name(q) for q in after.queues])
-        except BrokerSyncError:
-            outflow = {}
-        caught_up = bool(outflow) and sum(s.size for s in outflow.values()) <= CAUGHT_UP_COPIES
         report = service.run(max_seconds=max_seconds, stop_when_stalled=True)
         return {
-            "done": caught_up,
+            "done": caught_up and heads is not None and not heads.unchecked,
+            "headsNotLookedUp": heads.unchecked if heads is not None else None,
             "removed": report.purged,
             "removedAtHead": report.swept,
             "stillPending": report.pending,

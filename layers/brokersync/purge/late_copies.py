@@ -94,6 +94,8 @@ class LateCopySweep:
     #: What the removed messages are, in the log.
     removed_as: str = "late copies of consumed messages (bridge redeliveries)"
     _last: float | None = field(default=None, init=False)
+    #: Queues the last sweep did not look up (out of time, or the ledger unavailable).
+    unchecked: list[str] = field(default_factory=list, init=False)
     #: How long a removed copy's message id is remembered for the purge to mark (see :meth:`removed`).
     remember_removed_s: float = 3600.0
     #: Message id -> (when it is looked up again, the wait that set it), for copies found unconsumed.
@@ -131,8 +133,11 @@ class LateCopySweep:
         self._forget_old_answers()
         removed = 0
         stop_at = self._last + self.check_budget_s
+        self.unchecked = []
         for queue in topology.captured_queues:
             consumed = self._consumed_copies(ledger, remover.connector, queue, stop_at, deadline)
+            if consumed is None:
+                self.unchecked.append(queue.name)
             if not consumed:
                 continue
             result = remover.remove(queue.name, consumed, deadline=deadline)
@@ -190,14 +195,14 @@ class LateCopySweep:
         queue: Queue,
         stop_at: float,
         deadline: float | None = None,
-    ) -> list[str]:
-        """Message ids of browsed messages on ``queue`` that the ledger holds as consumed.
+    ) -> list[str] | None:
+        """Message ids of browsed messages on ``queue`` that the ledger holds as consumed; None if not looked up.
 
         Looks up at most ``max_copies`` copies, together, and none once ``stop_at`` (this
         sweep's clock) or ``deadline`` (``time.monotonic()``) has passed.
         """
         if self.clock() >= stop_at or (deadline is not None and time.monotonic() >= deadline):
-            return []
+            return None
         copies = []
         for line in self._redelivered(connector, queue):
             if line.key and line.message_id:
@@ -210,26 +215,29 @@ class LateCopySweep:
             keys = [str(line.key) for line in copies]
             answers = ledger.consumed_entries_of(queue.name, keys, DEFAULT_CONSUME_LAG)
         except BrokerSyncError as e:  # the ledger is unavailable: these wait for the next sweep
-            logger.warning("late copies of %s not checked: %s", queue.name, e)
-            return []
-        consumed = []
+            logger.warning("%s of %s not checked: %s", self.removed_as, queue.name, e)
+            return None
+        consumed, unknown = [], 0
         for line in copies:
             entries = answers.get(line.key)
             if entries is None:  # a key the ledger cannot hold was never recorded
-                logger.info("late copy %s of %s not checked: not a key the ledger holds", line.message_id, queue.name)
+                unknown += 1
             if entries and any(entry.message_id == line.message_id for entry in entries):
                 consumed.append(line.message_id)
                 self._unconsumed.pop(line.message_id, None)
             else:
                 self._found_unconsumed(line.message_id)
+        if unknown:
+            logger.info("%d browsed messages of %s not checked: not keys the ledger holds", unknown, queue.name)
         return consumed
 
 
 def consumed_at_head(check_budget_s: float = 20.0) -> LateCopySweep:
     """A sweep of the first ``HEAD_BROWSE`` messages of each queue of a rejoining broker (module doc).
 
-    A failback runs it once per catch-up invocation: looking each browsed key up is what costs,
-    so ``check_budget_s`` bounds it, and a queue not looked up in time is in the next one.
+    A failback runs it once the new primary's copy backlog has caught up: looking each browsed
+    key up is what costs, so ``check_budget_s`` bounds it, and while a queue is left
+    :attr:`~LateCopySweep.unchecked` the catch-up is not done and sweeps again.
     """
     return LateCopySweep(
         selector=None,
