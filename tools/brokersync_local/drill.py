@@ -797,8 +797,8 @@ class Drill:
             result["recoverable_on_old_primary"] = len(on_old - consumed_any)
             result["failback_s"] = self.facts.get("failback_s")
             # Consumed on the old primary just before it died, held again after its restart.
-            removal = (self.facts.get("failback_result") or {}).get("removal") or {}
-            result["removed_at_failback_heads"] = (removal.get("Payload") or {}).get("removedAtHead")
+            catch_up = (self.facts.get("failback_result") or {}).get("lastCatchUp") or {}
+            result["removed_at_failback_heads"] = catch_up.get("removedAtHead")
         return result
 
 
