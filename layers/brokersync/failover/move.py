@@ -306,10 +306,12 @@ class QueueMove:
             loop = {} if ctx.old_side_lost else self.env.sync.ensure_purge_loop(self._broker(ctx.source).region)
             return {"epoch": assignment.epoch, "changed": False, **loop}
         self._same_epoch(ctx, assignment)
-        if not self.status(ctx)["ready"]:
-            raise TransitionConflictError(
-                f"{', '.join(ctx.queues)} no longer drained on {ctx.source}: start the move again"
-            )
+        status = self.status(ctx)  # raises at the timeout, as the drain status does
+        if not status["ready"]:
+            # Drained a moment ago, not now: a consumer came back on the old side, or the keys
+            # read moved on (the oldest pending ones were removed and newer ones are on the new
+            # side). Nothing is written; the state machine waits for the drain again.
+            return {"epoch": assignment.epoch, "changed": False, "notDrained": True, "status": status}
         updated = assignment.moved(ctx.queues, ctx.target, f"MOVE {','.join(ctx.queues)} {execution}")
         apply_roles(self.env.topology, updated)  # refuses an override the topology cannot honour
         written = self.env.roles.write(updated)

@@ -183,10 +183,26 @@ def test_a_queue_a_failover_already_moved_is_not_moved_again(move: QueueMove) ->
     assert move.flip(ctx, "exec-1")["changed"] is False
 
 
-def test_a_flip_that_finds_a_consumer_back_on_the_old_side_is_refused(move: QueueMove, old_side: _Broker) -> None:
+def test_a_flip_that_finds_a_consumer_back_on_the_old_side_writes_nothing_and_says_so(
+    move: QueueMove, old_side: _Broker
+) -> None:
+    """The state machine then waits for the drain again, up to the move's timeout."""
     ctx = move.plan({"queue": "CARTS", "to": WEST})
     old_side.consumers = 1
-    with pytest.raises(TransitionConflictError, match="no longer drained"):
+
+    flipped = move.flip(ctx, "exec-1")
+
+    assert (flipped["changed"], flipped["notDrained"], flipped["status"]["consumersOnOldSide"]) == (False, True, 1)
+    assert move.env.roles.assignment(move.env.topology).active_side("CARTS") == EAST
+
+
+def test_a_flip_past_the_timeout_that_finds_the_old_side_not_drained_fails_the_move(
+    move: QueueMove, old_side: _Broker, clock: _Clock
+) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
+    old_side.consumers = 1
+    clock.now += 31
+    with pytest.raises(MoveNotReadyError, match="application consumer"):
         move.flip(ctx, "exec-1")
 
 
