@@ -465,9 +465,9 @@ class FailoverSteps:
         until the new primary's outflow has caught up (``done``); after that the purge loop,
         with its usual cutoff, takes over. Its queues may also hold, at their heads, messages
         consumed on it just before it was lost whose removal its store lost (their keys are
-        no longer pending): once caught up, the first round browses the heads for those
-        (:func:`~brokersync.purge.late_copies.consumed_at_head`), and the catch-up is done only
-        when every queue's head has been looked up.
+        no longer pending): once caught up, after the pending keys' rounds, the heads are
+        browsed for those (:func:`~brokersync.purge.late_copies.consumed_at_head`), and the
+        catch-up is done only when every queue's head has been looked up.
         """
         after = self._after(ctx)
         try:
@@ -475,21 +475,28 @@ class FailoverSteps:
         except BrokerSyncError:
             outflow = {}
         caught_up = bool(outflow) and sum(s.size for s in outflow.values()) <= CAUGHT_UP_COPIES
-        heads = consumed_at_head(check_budget_s=max_seconds) if caught_up else None
+        remover = self.env.remover(after.dr)
         service = PurgeService(
             self.env.ledger,
-            self.env.remover(after.dr),
+            remover,
             after,
             settings=PurgeSettings(missing_after=timedelta(days=3650)),
             metrics=self.env.metrics,
-            late_copies=heads,
         )
         report = service.run(max_seconds=max_seconds, stop_when_stalled=True)
+        heads, at_head = None, 0
+        if caught_up:
+            # After the rounds, so that what it removes is what no pending key named.
+            heads = consumed_at_head(check_budget_s=max_seconds / 2)
+            at_head = heads.sweep(self.env.ledger, remover, after, self.env.metrics)
+            if at_head:  # one more round marks any of them that was still pending (``_swept``)
+                service.late_copies = heads
+                report.purged += service.run(max_seconds=1.0, stop_when_stalled=True).purged
         return {
-            "done": caught_up and heads is not None and not heads.unchecked,
+            "done": heads is not None and not heads.unchecked,
             "headsNotLookedUp": heads.unchecked if heads is not None else None,
             "removed": report.purged,
-            "removedAtHead": report.swept,
+            "removedAtHead": at_head,
             "stillPending": report.pending,
             "copyBacklog": {name: s.size for name, s in outflow.items()},
         }
