@@ -227,14 +227,19 @@ class Drill:
             f"{machine} did not finish within {self.settings.execution_timeout_s:.0f}s; {self._last_steps(arn)}"
         )
 
+    def _history(self, arn: str) -> list[dict[str, Any]]:
+        """The execution's events, newest first (moto ignores ``reverseOrder``)."""
+        events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        return sorted(events, key=lambda e: e.get("id", 0), reverse=True)
+
     def _caught_error(self, arn: str) -> str:
         """The error a failed execution's Catch put in ``$.error`` ("See $.error"), its message unwrapped;
         else its last steps. The drill's world, and the execution's history with it, is destroyed with it."""
         try:
-            events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+            events = self._history(arn)
         except Exception as e:  # a diagnostic must never hide the failure it explains
             return f"history unreadable: {e!r}"
-        for event in sorted(events, key=lambda e: e.get("id", 0), reverse=True):
+        for event in events:
             details = event.get("stateEnteredEventDetails") or {}
             try:
                 state_input = json.loads(details.get("input") or "{}")
@@ -246,24 +251,15 @@ class Drill:
                 with contextlib.suppress(ValueError, AttributeError):
                     cause = json.loads(cause).get("errorMessage", cause)
                 return f"{details.get('name')} after {error.get('Error')}: {str(cause)[:1000]}"
-        return self._last_steps(arn, count=2)
+        return _newest_steps(events, count=2)
 
-    def _last_steps(self, arn: str, count: int = 6) -> str:
+    def _last_steps(self, arn: str) -> str:
         """The execution's last states and task outputs: where a hung transition waits, kept in the error
         because the drill's world (and its history) is destroyed with it."""
         try:
-            events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+            return _newest_steps(self._history(arn))
         except Exception as e:  # a diagnostic must never hide the timeout it explains
             return f"history unreadable: {e!r}"
-        steps = []
-        for event in sorted(events, key=lambda e: e.get("id", 0), reverse=True):  # moto ignores reverseOrder
-            details = event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails")
-            if details:
-                output = str(details.get("output") or details.get("input") or "")[-400:]  # the newest result last
-                steps.append(f"{event['type']} {details.get('name')}: {output}")
-            if len(steps) >= count:
-                break
-        return "last steps, newest first: " + " | ".join(steps) if steps else "no state entered"
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -807,10 +803,27 @@ def _keys_of(frames: Iterable[stomp.utils.Frame]) -> set[str]:
     return {f.headers.get("correlation-id", "") for f in frames}
 
 
+def _newest_steps(events: list[dict[str, Any]], count: int = 6) -> str:
+    """The last ``count`` states entered or exited in ``events`` (newest first), with their output or input."""
+    steps = []
+    for event in events:
+        details = event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails")
+        if details:
+            output = str(details.get("output") or details.get("input") or "")[-400:]  # the newest result last
+            steps.append(f"{event['type']} {details.get('name')}: {output}")
+        if len(steps) >= count:
+            break
+    return "last steps, newest first: " + " | ".join(steps) if steps else "no state entered"
+
+
+def move_figures(output: dict[str, Any]) -> dict[str, Any]:
+    """A queue move's last drain status (``$.status.Payload``), from its output."""
+    return ((output.get("status") or {}).get("Payload")) or {}
+
+
 def move_drain_s(output: dict[str, Any]) -> float | None:
     """How long a queue move waited for the old side to drain (its last DrainStatus), from its output."""
-    figures = ((output.get("status") or {}).get("Payload")) or {}
-    return figures.get("waitedSeconds")
+    return move_figures(output).get("waitedSeconds")
 
 
 def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") -> str:

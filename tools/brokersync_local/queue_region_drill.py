@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from brokersync_local.drill import Drill, move_drain_s
+from brokersync_local.drill import Drill, move_drain_s, move_figures
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.region_drill import RegionLossDrill
 
@@ -72,8 +72,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         wait_s = max(10, int(settings.execution_timeout_s / 2))
         back = {"from": west, "to": east, "oldSideLost": True, "timeoutSeconds": wait_s}
         self.facts["execution"] = self._execute_in(self.home, "MoveQueueStateMachine", back)
-        figures = (self.facts["execution"].get("status") or {}).get("Payload") or {}
-        self.facts["moved_with_pending_purge"] = figures.get("movedWithPendingPurge", 0)
+        self.facts["moved_with_pending_purge"] = move_figures(self.facts["execution"]).get("movedWithPendingPurge", 0)
         self.facts["rto_s"] = round(self.timeline.mark(f"{self.queue} moved back to {east}") - partitioned, 3)
         consumer.move_to(east, self.connectors[east])
         time.sleep(phase_s)
