@@ -16,6 +16,8 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.failover.context import TransitionContext
+from brokersync.failover.steps import FailoverEnvironment, FailoverSteps
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.metrics import RecordingMetrics
@@ -87,3 +89,42 @@ def test_a_message_consumed_before_its_broker_was_lost_is_removed_from_the_head_
     assert on_dr_after == on_dr - {by_key[consumed_key]}
     assert not redelivered_after
     assert StatisticsClient(dr).queue_stats(["ORDERS"])["ORDERS"].dequeue_count == dequeued_before + 1
+
+
+def test_a_failbacks_catch_up_removes_what_was_consumed_on_the_rejoining_broker_and_counts_it(
+    topology: Topology, primary: StompConnector, dr: StompConnector
+) -> None:
+    """The step itself, on the real pair (``dr`` plays the rejoining broker): the head sweep runs
+    after the pending-key rounds, and its removal is reported as ``removedAtHead``."""
+    consumed_key, kept_key = str(ULID()), str(ULID())
+    produce(primary, "ORDERS", [consumed_key, kept_key])
+    copies_settled(primary, topology)
+    by_key = {f.headers["correlation-id"]: f.headers["message-id"] for f in browse(dr, "ORDERS")}
+    ledger = memory_ledger()
+    ledger.record("ORDERS", [LedgerEntry(consumed_key, int(time.time() * 1000), by_key[consumed_key])])
+    ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+    steps = FailoverSteps(
+        FailoverEnvironment(
+            topology=topology,
+            ledger=ledger,
+            statistics=lambda broker: StatisticsClient(primary),
+            remover=lambda broker: SelectorRemover(dr),
+            **dict.fromkeys(("roles", "transitions", "brokers", "sync", "s3", "bucket", "events")),  # type: ignore[arg-type]
+        )
+    )
+    now_ms = int(time.time() * 1000)
+    ctx = TransitionContext(
+        nothing_to_do=False,
+        mode="FAILBACK",
+        source=topology.dr.name,
+        target=topology.primary.name,
+        crdr=False,
+        transition_started_at_ms=now_ms,
+        drain_deadline_ms=now_ms,
+        running_deadline_ms=now_ms,
+    )
+
+    caught_up = steps.remove_consumed(ctx, max_seconds=2.0)
+
+    assert (caught_up["done"], caught_up["removedAtHead"], caught_up["headsNotLookedUp"]) == (True, 1, [])
+    assert dr_state(dr) == ({by_key[kept_key]}, set())

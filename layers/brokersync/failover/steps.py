@@ -484,18 +484,19 @@ class FailoverSteps:
             metrics=self.env.metrics,
         )
         report = service.run(max_seconds=max_seconds, stop_when_stalled=True)
-        heads, at_head = None, 0
+        removed, heads, at_head = report.purged, None, 0
         if caught_up:
             # After the rounds, so that what it removes is what no pending key named.
             heads = consumed_at_head(check_budget_s=max_seconds / 2)
             at_head = heads.sweep(self.env.ledger, remover, after, self.env.metrics)
             if at_head:  # one more round marks any of them that was still pending (``_swept``)
                 service.late_copies = heads
-                report.purged += service.run(max_seconds=1.0, stop_when_stalled=True).purged
+                report = service.run(max_seconds=1.0, stop_when_stalled=True)
+                removed += report.purged
         return {
             "done": heads is not None and not heads.unchecked,
             "headsNotLookedUp": heads.unchecked if heads is not None else None,
-            "removed": report.purged,
+            "removed": removed,
             "removedAtHead": at_head,
             "stillPending": report.pending,
             "copyBacklog": {name: s.size for name, s in outflow.items()},
