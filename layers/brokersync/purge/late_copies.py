@@ -176,7 +176,7 @@ class LateCopySweep:
         browser = QueueBrowser(connector, idle_timeout_s=self.browse_timeout_s, prefetch=self.max_copies)
         return browser.lines(queue, selector=self.selector)
 
-    def _redelivered(self, connector: StompConnector, queue: Queue) -> Iterator[SnapshotLine]:
+    def _browsed(self, connector: StompConnector, queue: Queue) -> Iterator[SnapshotLine]:
         """Browsed messages on ``queue`` not recently found unconsumed, from the first ``max_browse``."""
         lines = self._browse(connector, queue)
         try:
@@ -204,7 +204,7 @@ class LateCopySweep:
         if self.clock() >= stop_at or (deadline is not None and time.monotonic() >= deadline):
             return None
         copies = []
-        for line in self._redelivered(connector, queue):
+        for line in self._browsed(connector, queue):
             if line.key and line.message_id:
                 copies.append(line)
             if len(copies) >= self.max_copies:

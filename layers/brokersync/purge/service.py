@@ -92,8 +92,6 @@ class QueueReport:
 class PurgeReport:
     queues: dict[str, QueueReport] = field(default_factory=dict)
     rounds: int = 0
-    #: Messages the sweep (``late_copies``) removed; their pending entries are in ``purged`` too.
-    swept: int = 0
 
     @property
     def purged(self) -> int:
@@ -229,11 +227,9 @@ class PurgeService:
             progress = held = 0
             hold = not stop_when_stalled and deadline - time.monotonic() > HOLD_NEEDS_S
             if self.late_copies is not None and self.late_copies.due():
-                swept = self.late_copies.sweep(
+                progress += self.late_copies.sweep(
                     self.ledger, self.remover, self.topology, self.metrics, deadline=hard_deadline
                 )
-                report.swept += swept
-                progress += swept
             for queue in self.topology.captured_queues:
                 result = self.purge_queue(queue.name, deadline=hard_deadline, hold=hold)
                 summary = report.queues.setdefault(queue.name, QueueReport())
