@@ -60,6 +60,15 @@ class InvalidKeyError(BrokerSyncError):
         super().__init__(f"{shown!r} is not a valid {what}")
 
 
+class KeyIdMismatchError(InvalidKeyError):
+    """A message id given beside a message-id key that is not the key itself."""
+
+    def __init__(self, key: str, message_id: str) -> None:
+        super().__init__(message_id, "message-id")
+        self.message_key = key
+        self.args = (f"message id {message_id!r} differs from the message-id key {key!r}",)
+
+
 def key_kind(key: str) -> SyncKey:
     """Which kind a key is, by its shape: message ids hold colons, ULIDs never do."""
     return "message-id" if ":" in key else "correlation-id"
@@ -85,6 +94,24 @@ def validate_key(key: str, kind: SyncKey) -> str:
 def validate_message_id(message_id: str) -> str:
     """A consumed message's own JMS id, exactly as the broker assigned it (what the purge selects on)."""
     return validate_key(message_id, "message-id")
+
+
+def key_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[str, str | None]:
+    """A key and its consumed message's id, each validated: the pair the purge selects on.
+
+    The one definition for every input that carries both (receipts, ledger entries): a
+    message-id key names its own message, so its id is the key, and another id beside it
+    raises :class:`KeyIdMismatchError`. Two messages can share a correlation id, so a ULID
+    key's id is what tells them apart; it is validated when given, and whether it must be
+    given is the caller's rule (a receipt needs one; the ledger also keeps entries without).
+    """
+    key = validate_key(key, kind)
+    checked = validate_message_id(message_id) if message_id is not None else None
+    if kind == "message-id":
+        if checked is not None and checked != key:
+            raise KeyIdMismatchError(key, checked)
+        return key, key
+    return key, checked
 
 
 def is_valid_key(key: str) -> bool:

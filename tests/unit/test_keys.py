@@ -11,7 +11,9 @@ from brokersync.keys import (
     MAX_KEY_LENGTH,
     MESSAGE_ID_PATTERN,
     InvalidKeyError,
+    KeyIdMismatchError,
     is_valid_key,
+    key_identity,
     key_kind,
     ulid_time_ms,
     validate_key,
@@ -123,3 +125,27 @@ def test_a_lower_case_ulid_is_accepted_and_stored_upper_case() -> None:
 def test_every_message_id_the_pattern_accepts_fits_the_longest_key_and_reads_as_a_message_id(message_id: str) -> None:
     assert len(message_id) <= MAX_KEY_LENGTH
     assert key_kind(message_id) == "message-id"
+
+
+MESSAGE_ID = "ID:vm-40237-1795342445090-7:1:-1:1:1"
+
+
+def test_a_message_id_key_is_its_own_message_id() -> None:
+    assert key_identity(MESSAGE_ID, "message-id", None) == (MESSAGE_ID, MESSAGE_ID)
+    assert key_identity(MESSAGE_ID, "message-id", MESSAGE_ID) == (MESSAGE_ID, MESSAGE_ID)
+
+
+def test_another_message_id_beside_a_message_id_key_is_refused() -> None:
+    with pytest.raises(KeyIdMismatchError, match="differs from the message-id key") as refused:
+        key_identity(MESSAGE_ID, "message-id", MESSAGE_ID[:-1] + "2")
+
+    assert isinstance(refused.value, InvalidKeyError)  # every caller that refuses a bad key refuses this
+
+
+def test_a_ulid_keys_message_id_is_validated_and_may_be_absent() -> None:
+    key = str(ULID())
+
+    assert key_identity(key.lower(), "correlation-id", MESSAGE_ID) == (key, MESSAGE_ID)
+    assert key_identity(key, "correlation-id", None) == (key, None)
+    with pytest.raises(InvalidKeyError):
+        key_identity(key, "correlation-id", "ID:x' OR '1'='1")

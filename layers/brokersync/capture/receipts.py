@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, SyncKey, key_kind, validate_key, validate_message_id
+from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, KeyIdMismatchError, SyncKey, key_identity, key_kind
 from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
@@ -71,14 +71,12 @@ def receipt_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[s
     without a message id: two messages can share a correlation id, and the purge removes
     exactly the one consumed, by its id.
     """
-    key = validate_key(key, kind)
-    checked_id = validate_message_id(message_id) if message_id is not None else None
-    if kind == "message-id":
-        if checked_id is not None and checked_id != key:
-            raise ReceiptIdError(
-                RejectReason.INVALID_KEY, f"messageId {checked_id!r} differs from the message-id key {key!r}"
-            )
-        return key, key
+    try:
+        key, checked_id = key_identity(key, kind, message_id)
+    except KeyIdMismatchError as e:
+        raise ReceiptIdError(
+            RejectReason.INVALID_KEY, f"messageId {e.key!r} differs from the message-id key {e.message_key!r}"
+        ) from None
     if checked_id is None:
         raise ReceiptIdError(
             RejectReason.MISSING_KEY, f"a receipt for ULID key {key} needs the consumed message's id (messageId)"

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 
-from brokersync.keys import InvalidKeyError, key_kind, ulid_time_ms, validate_key, validate_message_id
+from brokersync.keys import InvalidKeyError, key_identity, key_kind, ulid_time_ms, validate_key
 from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, write_units
 from brokersync.ledger.base import LedgerEntry, LedgerStore, PendingKey, WriteReport
 from brokersync.ledger.codec import Decoded, bucket_of, decode_item, encode, plausible_consumed_at_ms
@@ -142,15 +142,7 @@ def _unresolved(captured: KeySets, done: Marks) -> KeySets:
 def _valid_entry(entry: LedgerEntry | tuple[str, int]) -> LedgerEntry:
     """The entry with its key and message id validated (and a ULID upper-cased); raises InvalidKeyError."""
     key, consumed_at_ms, *rest = entry
-    message_id = rest[0] if rest else None
-    kind = key_kind(key)
-    key = validate_key(key, kind)
-    if kind == "message-id":
-        if message_id is not None and message_id != key:
-            raise InvalidKeyError(str(message_id), "message-id")
-        message_id = key
-    elif message_id is not None:
-        message_id = validate_message_id(message_id)
+    key, message_id = key_identity(key, key_kind(key), rest[0] if rest else None)
     at = plausible_consumed_at_ms(consumed_at_ms)
     if at is None:
         raise ValueError(f"consumed at {consumed_at_ms!r}: not epoch milliseconds from 2000 to 2100")
