@@ -52,21 +52,12 @@ class InvalidKeyError(BrokerSyncError):
 
     retryable = False
 
-    def __init__(self, key: str, expected: SyncKey) -> None:
+    def __init__(self, key: str, expected: SyncKey, reason: str | None = None) -> None:
         self.key = key
         self.expected = expected
         shown = key if len(key) <= 80 else key[:77] + "..."
         what = "ULID (26 Crockford base32 characters)" if expected == "correlation-id" else "ActiveMQ message id"
-        super().__init__(f"{shown!r} is not a valid {what}")
-
-
-class KeyIdMismatchError(InvalidKeyError):
-    """A message id given beside a message-id key that is not the key itself."""
-
-    def __init__(self, key: str, message_id: str) -> None:
-        super().__init__(message_id, "message-id")
-        self.message_key = key
-        self.args = (f"message id {message_id!r} differs from the message-id key {key!r}",)
+        super().__init__(f"{shown!r}: {reason}" if reason else f"{shown!r} is not a valid {what}")
 
 
 def key_kind(key: str) -> SyncKey:
@@ -101,7 +92,7 @@ def key_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[str, 
 
     The one definition for every input that carries both (receipts, ledger entries): a
     message-id key names its own message, so its id is the key, and another id beside it
-    raises :class:`KeyIdMismatchError`. Two messages can share a correlation id, so a ULID
+    raises :class:`InvalidKeyError`. Two messages can share a correlation id, so a ULID
     key's id is what tells them apart; it is validated when given, and whether it must be
     given is the caller's rule (a receipt needs one; the ledger also keeps entries without).
     """
@@ -109,7 +100,7 @@ def key_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[str, 
     checked = validate_message_id(message_id) if message_id is not None else None
     if kind == "message-id":
         if checked is not None and checked != key:
-            raise KeyIdMismatchError(key, checked)
+            raise InvalidKeyError(checked, "message-id", f"differs from the message-id key {key!r}")
         return key, key
     return key, checked
 

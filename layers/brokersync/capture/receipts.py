@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
-from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, KeyIdMismatchError, SyncKey, key_identity, key_kind
+from brokersync.keys import MAX_KEY_LENGTH, InvalidKeyError, SyncKey, key_identity, key_kind
 from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
@@ -66,17 +66,12 @@ def receipt_identity(key: str, kind: SyncKey, message_id: str | None) -> tuple[s
 
     One definition for the record function (:func:`parse_receipt`) and the client helper that
     publishes receipts, so a receipt the helper sends is never one the function refuses for
-    its key or id. Raises :class:`InvalidKeyError` for a malformed key or id, and
-    :class:`ReceiptIdError` for a message id that differs from a message-id key or a ULID key
-    without a message id: two messages can share a correlation id, and the purge removes
-    exactly the one consumed, by its id.
+    its key or id. Raises :class:`InvalidKeyError` for a malformed key or id or a message id
+    that differs from a message-id key (:func:`~brokersync.keys.key_identity`), and
+    :class:`ReceiptIdError` for a ULID key without a message id: two messages can share a
+    correlation id, and the purge removes exactly the one consumed, by its id.
     """
-    try:
-        key, checked_id = key_identity(key, kind, message_id)
-    except KeyIdMismatchError as e:
-        raise ReceiptIdError(
-            RejectReason.INVALID_KEY, f"messageId {e.key!r} differs from the message-id key {e.message_key!r}"
-        ) from None
+    key, checked_id = key_identity(key, kind, message_id)
     if checked_id is None:
         raise ReceiptIdError(
             RejectReason.MISSING_KEY, f"a receipt for ULID key {key} needs the consumed message's id (messageId)"
