@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from brokersync.keys import InvalidKeyError, key_kind, validate_key, validate_message_id
+from brokersync.keys import InvalidKeyError, key_identity, key_kind
 from brokersync.ledger.base import LedgerEntry, LedgerStore
 
 logger = logging.getLogger(__name__)
@@ -120,15 +120,12 @@ def _exact_entries(row: PurgeListRow, report: RepairReport) -> list[LedgerEntry]
         report.skipped[MALFORMED] += 1
         return []
     try:
-        key = validate_key(row.key, key_kind(row.key))
-        message_id = validate_message_id(row.message_id) if row.message_id else None
+        key, message_id = key_identity(row.key, key_kind(row.key), row.message_id or None)
     except InvalidKeyError:
         report.skipped["invalid"] += 1
         return []
     if message_id is not None:
         return [LedgerEntry(key, 0, message_id)]
-    if key_kind(key) == "message-id":
-        return [LedgerEntry(key, 0, key)]
     if row.reason != "ledger":
         report.skipped["no-message-id"] += 1
         return []

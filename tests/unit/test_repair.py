@@ -116,3 +116,13 @@ def test_the_repair_knows_every_reason_the_reconciliation_writes_and_no_other() 
     job = (Path(__file__).resolve().parents[2] / "jobs" / "reconcile" / "reconcile.py").read_text()
 
     assert set(re.findall(r'F\.lit\("([a-z_]+)"\)\.alias\("reason"\)', job)) == PURGE_REASONS
+
+
+def test_a_message_id_key_beside_another_message_id_is_skipped_as_invalid_and_the_rest_is_recorded() -> None:
+    ledger = memory_ledger(clock=lambda: T0 / 1000)
+    good = PurgeListRow("ORDERS", str(ULID()), mid(3), "gone_from_primary")
+
+    report = repair_from_purge_list(ledger, [PurgeListRow("ORDERS", mid(1), mid(2), "gone_from_primary"), good])
+
+    assert (report.recorded, dict(report.skipped)) == (1, {"invalid": 1})
+    assert [p.message_id for p in ledger.pending("ORDERS")] == [mid(3)]
