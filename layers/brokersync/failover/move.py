@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,7 +36,8 @@ from typing import Any
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
-from brokersync.failover.steps import FailoverEnvironment, pending_in_region
+from brokersync.failover.steps import DRAIN_COUNT_LIMIT, FailoverEnvironment, pending_in_region
+from brokersync.ledger.base import PendingKey
 from brokersync.purge.selectors import selector_batches
 from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
@@ -48,6 +50,15 @@ logger = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 600
 MIN_TIMEOUT_S = 10
 MAX_TIMEOUT_S = 3600
+#: Pending keys a move from a lost side reads per status and looks for on the new side. The keys
+#: whose copies stayed in the lost region's outflow stay pending, oldest first, until it returns
+#: (the new side's purge cannot find them, and no copy path says they can no longer arrive): read
+#: only :data:`DRAIN_COUNT_LIMIT` of them, a move saw none on the new side and went ahead while
+#: newer keys' copies were still there to remove. A read this full still does not conclude.
+LOST_SIDE_LOOKUP = 10 * DRAIN_COUNT_LIMIT
+#: Seconds a status spends looking past the first :data:`DRAIN_COUNT_LIMIT` of them (the failover
+#: steps function has 120 s); what it had no time for keeps the move waiting.
+LOST_SIDE_LOOKUP_S = 30.0
 #: After a role record write, every loop has polled it (twice) and ended the batch it was in.
 LOOPS_FOLLOW_S = int(2 * DEFAULT_POLL_S + 2)
 
@@ -176,6 +187,7 @@ def _still_waiting(
     unrelayed: dict[str, int],
     pending: dict[str, int],
     source_pending: dict[str, int],
+    beyond_read: list[str],
 ) -> list[str]:
     """What a move that timed out still waits for, in words an operator can act on."""
     waits = []
@@ -190,7 +202,8 @@ def _still_waiting(
         if unrelayed[name]:
             waits.append(f"{unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
         if pending[name]:
-            waits.append(f"{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
+            more = "at least " if name in beyond_read else ""
+            waits.append(f"{more}{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
         elif source_pending.get(name):
             waits.append(
                 f"{source_pending[name]} consumed keys of {name} still pending in the ledger replica "
@@ -219,23 +232,14 @@ class QueueMove:
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""
         self._same_epoch(ctx)
-        keys = {q: self.env.ledger.pending(q, limit=1000, read_only=True) for q in ctx.queues}
+        limit = LOST_SIDE_LOOKUP if ctx.old_side_lost else DRAIN_COUNT_LIMIT
+        keys = {q: self.env.ledger.pending(q, limit=limit, read_only=True) for q in ctx.queues}
         pending = {q: len(keys[q]) for q in ctx.queues}
-        with_lost_side = 0
-        target_unreadable = ""
+        # A full read says "at least this many": what lies beyond it was not looked at.
+        beyond_read = [q for q in ctx.queues if pending[q] >= limit]
+        with_lost_side, target_unreadable = 0, ""
         if ctx.old_side_lost:
-            # A key consumed on the lost side whose copy was still in that broker's outflow has no
-            # message on the new side to remove until the region returns; waiting for it would
-            # hold the move to its timeout. Only what the new side's purge can remove is waited for.
-            target = self._broker(ctx.target)
-            for name in ctx.queues:
-                ids = [k.message_id for k in keys[name] if k.message_id]
-                try:
-                    present = self.messages_on(target, self.env.topology.queue(name), ids) if ids else set()
-                except BrokerUnavailableError as e:  # not known this time: all of them waited for
-                    target_unreadable, present = str(e), set(ids)
-                with_lost_side += pending[name] - len(present)
-                pending[name] = len(present)
+            with_lost_side, target_unreadable = self._pending_on_new_side(ctx, keys, pending, beyond_read)
         consumers = dict.fromkeys(ctx.queues, 0)
         unrelayed = dict.fromkeys(ctx.queues, 0)
         advisories, unreadable = 0, ""
@@ -263,7 +267,10 @@ class QueueMove:
         if at_source and at_source.unreadable and not unreadable:
             unreadable = f"its region's ledger replica: {at_source.unreadable}"
         left = sum(consumers.values()) + sum(unrelayed.values()) + sum(pending.values()) + sum(source_pending.values())
-        ready = left == 0 and not unreadable
+        # Beyond a full read there may be keys whose copies are on the new side (a lost side's
+        # stuck keys fill the oldest places): the move waits, up to its timeout, rather than
+        # leave them to be delivered again.
+        ready = left == 0 and not unreadable and not beyond_read
         figures = {
             "ready": ready,
             "consumersOnOldSide": sum(consumers.values()),
@@ -272,6 +279,7 @@ class QueueMove:
             "pendingPurge": sum(pending.values()),
             "pendingPurgeInSourceRegion": sum(source_pending.values()),
             "pendingWithLostSide": with_lost_side,
+            "pendingReadFull": beyond_read,
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,
@@ -293,11 +301,54 @@ class QueueMove:
             )
             return figures
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
-            waits = _still_waiting(ctx, unreadable, consumers, unrelayed, pending, source_pending)
+            waits = _still_waiting(ctx, unreadable, consumers, unrelayed, pending, source_pending, beyond_read)
             raise MoveNotReadyError(
                 f"{', '.join(ctx.queues)} still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
             )
         return figures
+
+    def _pending_on_new_side(
+        self, ctx: MoveContext, keys: dict[str, list[PendingKey]], pending: dict[str, int], beyond_read: list[str]
+    ) -> tuple[int, str]:
+        """Count in ``pending`` only the keys whose copies are on the new side; say how many are not.
+
+        A key consumed on the lost side whose copy was still in that broker's outflow has no
+        message on the new side to remove until the region returns; waiting for it would hold
+        the move to its timeout. Only what the new side's purge can remove is waited for.
+        Returns the keys found only with the lost side, and why the new side could not be read.
+        """
+        target = self._broker(ctx.target)
+        started = time.monotonic()
+        with_lost_side, unreadable = 0, ""
+        for name in ctx.queues:
+            ids = [k.message_id for k in keys[name] if k.message_id]
+            try:
+                present, looked = self._on_new_side(target, name, ids, started)
+            except BrokerUnavailableError as e:  # not known this time: all of them waited for
+                unreadable, present, looked = str(e), set(ids), len(ids)
+            if looked < len(ids) and name not in beyond_read:
+                beyond_read.append(name)  # the lookup's time ran out before any was found
+            with_lost_side += looked - len(present)
+            pending[name] = len(present)
+        return with_lost_side, unreadable
+
+    def _on_new_side(self, target: Broker, name: str, ids: list[str], started: float) -> tuple[set[str], int]:
+        """Which of ``ids`` (oldest first) are on the new side, and how many were looked up.
+
+        The first :data:`DRAIN_COUNT_LIMIT` always are. Further ones only while none was found
+        (one found already keeps the move waiting) and within :data:`LOST_SIDE_LOOKUP_S`: a
+        selector browse of a deep queue is not free, and the step has a Lambda's time.
+        """
+        queue = self.env.topology.queue(name)
+        present: set[str] = set()
+        looked = 0
+        while looked < len(ids) and not present:
+            if looked and time.monotonic() - started > LOST_SIDE_LOOKUP_S:
+                break
+            chunk = ids[looked : looked + DRAIN_COUNT_LIMIT]
+            present = self.messages_on(target, queue, chunk)
+            looked += len(chunk)
+        return present, looked
 
     def flip(self, ctx: MoveContext, execution: str) -> dict[str, Any]:
         """Write the queue's new active side, if the old side is still drained and no one else wrote first."""

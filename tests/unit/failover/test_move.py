@@ -10,9 +10,10 @@ from ulid import ULID
 
 from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
+from brokersync.failover import move as move_module
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.move import QueueMove
-from brokersync.failover.steps import FailoverEnvironment
+from brokersync.failover.steps import DRAIN_COUNT_LIMIT, FailoverEnvironment
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.ledger.control import ControlRecords
@@ -304,6 +305,56 @@ def test_with_the_old_side_lost_keys_whose_copies_stayed_in_the_lost_region_do_n
     on_new_side.ids = set()  # the new side's purge removed the one it could
     status = move.status(ctx)
     assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (True, 0, 3)
+
+
+def test_with_the_old_side_lost_newer_keys_behind_a_thousand_stuck_ones_still_hold_the_move(
+    move: QueueMove,
+) -> None:
+    """The lost side's stuck keys are the oldest pending ones; a copy behind them is still looked for."""
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    on_new_side = _OnNewSide()
+    move = QueueMove(move.env, messages_on_broker=on_new_side)
+    _consumed_on_the_lost_side(move, DRAIN_COUNT_LIMIT + 200)  # copies still in the lost outflow
+    newer = "ID:usw2-1-1795340000000-1:1:1:1:99999"
+    move.env.ledger.record("CARTS", [LedgerEntry(str(ULID()), 1_795_340_001_000, newer)])
+    on_new_side.ids = {newer}
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+
+    status = move.status(ctx)
+
+    assert (status["ready"], status["pendingPurge"]) == (False, 1)
+    on_new_side.ids = set()  # the new side's purge removed it
+    assert move.status(ctx)["ready"] is True
+
+
+def test_with_the_old_side_lost_a_read_too_full_to_see_past_keeps_the_move_waiting(
+    move: QueueMove, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    monkeypatch.setattr(move_module, "LOST_SIDE_LOOKUP", 3)
+    move = QueueMove(move.env, messages_on_broker=_OnNewSide())
+    _consumed_on_the_lost_side(move, 3)  # none of them on the new side, and maybe more behind
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+
+    status = move.status(ctx)
+
+    assert (status["ready"], status["pendingPurge"], status["pendingReadFull"]) == (False, 0, ["CARTS"])
+
+
+def test_with_the_old_side_lost_a_lookup_out_of_time_keeps_the_move_waiting(
+    move: QueueMove, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    monkeypatch.setattr(move_module, "LOST_SIDE_LOOKUP_S", 0.0)
+    on_new_side = _OnNewSide()
+    move = QueueMove(move.env, messages_on_broker=on_new_side)
+    _consumed_on_the_lost_side(move, DRAIN_COUNT_LIMIT + 1)
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+
+    status = move.status(ctx)
+
+    assert (status["ready"], status["pendingReadFull"]) == (False, ["CARTS"])
+    assert len(on_new_side.asked) == 1  # only the first thousand were looked up
 
 
 def test_with_the_old_side_lost_the_move_flips_at_its_timeout_and_counts_what_the_purge_left(
