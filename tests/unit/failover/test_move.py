@@ -274,105 +274,104 @@ def _consumed_on_the_lost_side(move: QueueMove, count: int) -> list[str]:
     return ids
 
 
-def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(move: QueueMove) -> None:
+@pytest.fixture
+def on_new_side() -> _OnNewSide:
+    return _OnNewSide()
+
+
+@pytest.fixture
+def lost_move(move: QueueMove, on_new_side: _OnNewSide) -> QueueMove:
+    """A move whose old side (orders-use1) cannot be reached, looking on the new side through ``on_new_side``."""
     move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
-    on_new_side = _OnNewSide()
-    move = QueueMove(move.env, messages_on_broker=on_new_side)
-    on_new_side.ids = set(_consumed_on_the_lost_side(move, 1))
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
-    assert move.status(ctx)["ready"] is False  # what was consumed on the lost side must leave the new side first
+    return QueueMove(move.env, messages_on_broker=on_new_side)
+
+
+def test_with_the_old_side_lost_the_move_waits_only_for_the_new_sides_purge(
+    lost_move: QueueMove, on_new_side: _OnNewSide
+) -> None:
+    on_new_side.ids = set(_consumed_on_the_lost_side(lost_move, 1))
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    assert lost_move.status(ctx)["ready"] is False  # what was consumed on the lost side must leave the new side first
     assert on_new_side.asked == [(WEST, "CARTS")]
-    move.env.ledger.mark_purged("CARTS", move.env.ledger.pending("CARTS"))
-    assert move.status(ctx)["ready"] is True
-    assert move.flip(ctx, "exec-1")["changed"] is True
-    assert move.env.sync.loops == []  # type: ignore[attr-defined]  # nothing to start in the lost region
+    lost_move.env.ledger.mark_purged("CARTS", lost_move.env.ledger.pending("CARTS"))
+    assert lost_move.status(ctx)["ready"] is True
+    assert lost_move.flip(ctx, "exec-1")["changed"] is True
+    assert lost_move.env.sync.loops == []  # type: ignore[attr-defined]  # nothing to start in the lost region
 
 
 def test_with_the_old_side_lost_keys_whose_copies_stayed_in_the_lost_region_do_not_hold_the_move(
-    move: QueueMove,
+    lost_move: QueueMove,
+    on_new_side: _OnNewSide,
 ) -> None:
     """Consumed on the lost side while its copy was still in that broker's outflow: nothing to remove here."""
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
-    on_new_side = _OnNewSide()
-    move = QueueMove(move.env, messages_on_broker=on_new_side)
-    on_the_survivor = _consumed_on_the_lost_side(move, 3)[:1]
+    on_the_survivor = _consumed_on_the_lost_side(lost_move, 3)[:1]
     on_new_side.ids = set(on_the_survivor)
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
 
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
     assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (False, 1, 2)
 
     on_new_side.ids = set()  # the new side's purge removed the one it could
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
     assert (status["ready"], status["pendingPurge"], status["pendingWithLostSide"]) == (True, 0, 3)
 
 
 def test_with_the_old_side_lost_newer_keys_behind_a_thousand_stuck_ones_still_hold_the_move(
-    move: QueueMove,
+    lost_move: QueueMove,
+    on_new_side: _OnNewSide,
 ) -> None:
     """The lost side's stuck keys are the oldest pending ones; a copy behind them is still looked for."""
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
-    on_new_side = _OnNewSide()
-    move = QueueMove(move.env, messages_on_broker=on_new_side)
-    _consumed_on_the_lost_side(move, DRAIN_COUNT_LIMIT + 200)  # copies still in the lost outflow
+    _consumed_on_the_lost_side(lost_move, DRAIN_COUNT_LIMIT + 200)  # copies still in the lost outflow
     newer = "ID:usw2-1-1795340000000-1:1:1:1:99999"
-    move.env.ledger.record("CARTS", [LedgerEntry(str(ULID()), 1_795_340_001_000, newer)])
+    lost_move.env.ledger.record("CARTS", [LedgerEntry(str(ULID()), 1_795_340_001_000, newer)])
     on_new_side.ids = {newer}
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
 
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
 
     assert (status["ready"], status["pendingPurge"]) == (False, 1)
     on_new_side.ids = set()  # the new side's purge removed it
-    assert move.status(ctx)["ready"] is True
+    assert lost_move.status(ctx)["ready"] is True
 
 
 def test_with_the_old_side_lost_a_read_too_full_to_see_past_keeps_the_move_waiting(
-    move: QueueMove, monkeypatch: pytest.MonkeyPatch
+    lost_move: QueueMove, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
     monkeypatch.setattr(move_module, "LOST_SIDE_LOOKUP", 3)
-    move = QueueMove(move.env, messages_on_broker=_OnNewSide())
-    _consumed_on_the_lost_side(move, 3)  # none of them on the new side, and maybe more behind
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    _consumed_on_the_lost_side(lost_move, 3)  # none of them on the new side, and maybe more behind
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
 
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
 
     assert (status["ready"], status["pendingPurge"], status["pendingReadFull"]) == (False, 0, ["CARTS"])
 
 
 def test_with_the_old_side_lost_a_lookup_out_of_time_keeps_the_move_waiting(
-    move: QueueMove, monkeypatch: pytest.MonkeyPatch
+    lost_move: QueueMove, on_new_side: _OnNewSide, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
     monkeypatch.setattr(move_module, "LOST_SIDE_LOOKUP_S", 0.0)
-    on_new_side = _OnNewSide()
-    move = QueueMove(move.env, messages_on_broker=on_new_side)
-    _consumed_on_the_lost_side(move, DRAIN_COUNT_LIMIT + 1)
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
+    _consumed_on_the_lost_side(lost_move, DRAIN_COUNT_LIMIT + 1)
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True})
 
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
 
     assert (status["ready"], status["pendingReadFull"]) == (False, ["CARTS"])
     assert len(on_new_side.asked) == 1  # only the first thousand were looked up
 
 
 def test_with_the_old_side_lost_the_move_flips_at_its_timeout_and_counts_what_the_purge_left(
-    move: QueueMove, clock: _Clock
+    lost_move: QueueMove, on_new_side: _OnNewSide, clock: _Clock
 ) -> None:
     """Nothing consumes the queue until the move: a slow purge costs possible duplicates, not the queue."""
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
-    on_new_side = _OnNewSide()
-    move = QueueMove(move.env, messages_on_broker=on_new_side)
-    on_new_side.ids = set(_consumed_on_the_lost_side(move, 2))
-    ctx = move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True, "timeoutSeconds": 30})
-    assert move.status(ctx)["ready"] is False
+    on_new_side.ids = set(_consumed_on_the_lost_side(lost_move, 2))
+    ctx = lost_move.plan({"queue": "CARTS", "to": WEST, "oldSideLost": True, "timeoutSeconds": 30})
+    assert lost_move.status(ctx)["ready"] is False
     clock.now += 31
 
-    status = move.status(ctx)
+    status = lost_move.status(ctx)
 
     assert (status["ready"], status["movedWithPendingPurge"]) == (True, 2)
-    assert move.flip(ctx, "exec-1")["changed"] is True
+    assert lost_move.flip(ctx, "exec-1")["changed"] is True
 
 
 def test_a_planned_move_still_fails_at_its_timeout_and_changes_nothing(move: QueueMove, clock: _Clock) -> None:
