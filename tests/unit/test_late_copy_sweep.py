@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from brokersync.keys import InvalidKeyError
+from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
@@ -216,3 +217,67 @@ def test_a_sweep_names_the_queues_it_had_no_time_to_look_up() -> None:
     sweep.sweep(ledger, SimpleNamespace(connector=None), two_queues, RecordingMetrics())  # type: ignore[arg-type]
 
     assert sweep.unchecked == ["CARTS"]  # the lookup of ORDERS took the whole budget
+
+
+HOUR_MS = 3_600_000
+
+
+def _head(n: int, produced_ms: int) -> SnapshotLine:
+    """A head message of a message-id queue: its key is its own message id."""
+    message_id = f"ID:east-1-1795340000000-1:1:1:1:{n}"
+    return SnapshotLine("ORDERS", message_id, message_id, "", produced_ms, None, 1, None)
+
+
+def _failback_heads(clock: Clock, lines: list[SnapshotLine]) -> Browsed:
+    sweep = Browsed(clock=clock, selector=None, from_production=True, max_copies=100, max_browse=100)
+    sweep.lines = lines
+    return sweep
+
+
+def test_a_failback_hours_after_the_loss_finds_heads_consumed_just_before_it() -> None:
+    """Their consumes are hours back from now: only their production times find them."""
+    clock = Clock(now=1_795_350_000.0)
+    lost_at = int(clock.now * 1000) - 3 * HOUR_MS
+    ledger = memory_ledger(clock=clock)
+    consumed, not_consumed = _head(1, lost_at - 2_000), _head(2, lost_at - 1_000)
+    ledger.record("ORDERS", [LedgerEntry(consumed.key, lost_at - 60, consumed.message_id)])
+    sweep = _failback_heads(clock, [consumed, not_consumed])
+
+    found = sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
+
+    assert found == [consumed.message_id]
+
+
+def test_heads_produced_over_an_hour_after_the_oldest_head_are_not_looked_up_from_production() -> None:
+    """A backlog's production times span hours: one read spans at most the first hour of them."""
+    clock = Clock(now=1_795_350_000.0)
+    lost_at = int(clock.now * 1000) - 3 * HOUR_MS
+    ledger = memory_ledger(clock=clock)
+    oldest, later = _head(1, lost_at - 2 * HOUR_MS), _head(2, lost_at - 30 * 60_000)
+    ledger.record("ORDERS", [LedgerEntry(h.key, h.timestamp + 5_000, h.message_id) for h in (oldest, later)])
+    asked: list[dict[str, int]] = []
+    original = ledger.consumed_entries_of
+
+    def recorded(queue: str, keys: Any, window: timedelta, **kw: Any) -> dict[str, list[LedgerEntry]]:
+        asked.append(dict(kw.get("produced_at_ms") or {}))
+        return original(queue, keys, window, **kw)
+
+    ledger.consumed_entries_of = recorded  # type: ignore[method-assign]
+    sweep = _failback_heads(clock, [oldest, later])
+
+    found = sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
+
+    assert found == [oldest.message_id]
+    assert asked[-1] == {oldest.key: oldest.timestamp}
+
+
+def test_the_late_copy_sweep_looks_message_ids_up_back_from_now_only() -> None:
+    clock = Clock(now=1_795_350_000.0)
+    produced = int(clock.now * 1000) - 3 * HOUR_MS
+    ledger = memory_ledger(clock=clock)
+    copy = _head(1, produced)
+    ledger.record("ORDERS", [LedgerEntry(copy.key, produced + 1_000, copy.message_id)])
+    sweep = Browsed(clock=clock, max_copies=100)
+    sweep.lines = [copy]
+
+    assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60) == []  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -78,8 +78,14 @@ class LedgerStore(ABC):
         """Every consumed message recorded under ``key`` (each with its message id), searched as ``was_consumed``."""
 
     @abstractmethod
-    def consumed_entries_of(self, queue: str, keys: Sequence[str], window: timedelta) -> dict[str, list[LedgerEntry]]:
-        """:meth:`consumed_entries` of each key, read together; a key the ledger cannot hold is left out."""
+    def consumed_entries_of(
+        self, queue: str, keys: Sequence[str], window: timedelta, *, produced_at_ms: Mapping[str, int] | None = None
+    ) -> dict[str, list[LedgerEntry]]:
+        """:meth:`consumed_entries` of each key, read together; a key the ledger cannot hold is left out.
+
+        ``produced_at_ms`` anchors a message-id key's window at its message's production time
+        instead of now, as a ULID key's is anchored at its creation.
+        """
 
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:
         """Repair path: keys reconciliation found on DR although consumed; the purge removes them."""

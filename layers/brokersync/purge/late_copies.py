@@ -35,7 +35,9 @@ advisory reached the ledger and the DR copy was purged, but the broker came back
 again, neither pending in the ledger nor marked redelivered (measured: 1 in 5,880 in the
 failback drill, consumed 60 ms before a SIGKILL). They were dispatched, so they are the oldest
 messages of their queue, at its head. The ledger is asked the same way, and only a message whose
-exact message id the ledger holds as consumed is removed.
+exact message id the ledger holds as consumed is removed. A failback may come hours after the
+loss, far outside a message-id key's window back from now, so a head whose message-id key is
+not found there is looked up again from its message's production time (``from_production``).
 
 A copy found unconsumed is looked up again after ``recheck_after_s``, then after twice as
 long each time, up to ``max_recheck_s``: those copies are a backlog's, they stay for hours,
@@ -51,10 +53,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerSyncError
-from brokersync.ledger.base import LedgerStore
+from brokersync.keys import key_kind
+from brokersync.ledger.base import LedgerEntry, LedgerStore
 from brokersync.ledger.ledger import DEFAULT_CONSUME_LAG
 from brokersync.metrics import MetricsSink
 from brokersync.purge.remover import SelectorRemover
@@ -68,6 +72,8 @@ REDELIVERED = "JMSRedelivered = TRUE"
 #: Messages browsed from the head of each queue of a rejoining broker (:func:`consumed_at_head`):
 #: more than the prefetch windows of the consumers it had when it died.
 HEAD_BROWSE = 10_000
+#: Production times a head sweep's second lookup spans at most, from the oldest head's.
+PRODUCED_SPAN = timedelta(hours=1)
 
 
 @dataclass
@@ -91,6 +97,9 @@ class LateCopySweep:
     clock: Callable[[], float] = time.monotonic
     #: What is browsed: the bridge's redelivered copies, or (None) every message from the head.
     selector: str | None = REDELIVERED
+    #: Message-id keys not found consumed in the last ``DEFAULT_CONSUME_LAG`` are looked up again
+    #: from their production time (:func:`consumed_at_head`: consumed before the broker was lost).
+    from_production: bool = False
     #: What the removed messages are, in the log.
     removed_as: str = "late copies of consumed messages (bridge redeliveries)"
     _last: float | None = field(default=None, init=False)
@@ -212,8 +221,7 @@ class LateCopySweep:
         if not copies:
             return []
         try:
-            keys = [str(line.key) for line in copies]
-            answers = ledger.consumed_entries_of(queue.name, keys, DEFAULT_CONSUME_LAG)
+            answers = self._look_up(ledger, queue, copies)
         except BrokerSyncError as e:  # the ledger is unavailable: these wait for the next sweep
             logger.warning("%s of %s not checked: %s", self.removed_as, queue.name, e)
             return None
@@ -231,6 +239,36 @@ class LateCopySweep:
             logger.info("%d browsed messages of %s not checked: not keys the ledger holds", unknown, queue.name)
         return consumed
 
+    def _look_up(self, ledger: LedgerStore, queue: Queue, copies: list[SnapshotLine]) -> dict[str, list[LedgerEntry]]:
+        """The ledger's consumed entries under each copy's key, read together."""
+        answers = ledger.consumed_entries_of(queue.name, [line.key for line in copies], DEFAULT_CONSUME_LAG)
+        if self.from_production:
+            for key, entries in self._from_production(ledger, queue, copies, answers).items():
+                answers[key] = answers.get(key, []) + entries
+        return answers
+
+    def _from_production(
+        self, ledger: LedgerStore, queue: Queue, copies: list[SnapshotLine], answers: dict[str, list[LedgerEntry]]
+    ) -> dict[str, list[LedgerEntry]]:
+        """Message-id keys not found consumed back from now, looked up again from their production time.
+
+        Only those produced within :data:`PRODUCED_SPAN` of the oldest: their windows merge into
+        one read, where a backlog's hours of production times would read hours of the ledger.
+        """
+        unanswered = [
+            line
+            for line in copies
+            if line.timestamp > 0
+            and key_kind(line.key) == "message-id"
+            and not any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
+        ]
+        if not unanswered:
+            return {}
+        oldest = min(line.timestamp for line in unanswered)
+        span_ms = int(PRODUCED_SPAN.total_seconds() * 1000)
+        produced = {line.key: line.timestamp for line in unanswered if line.timestamp - oldest <= span_ms}
+        return ledger.consumed_entries_of(queue.name, list(produced), DEFAULT_CONSUME_LAG, produced_at_ms=produced)
+
 
 def consumed_at_head(check_budget_s: float = 20.0) -> LateCopySweep:
     """A sweep of the first ``HEAD_BROWSE`` messages of each queue of a rejoining broker (module doc).
@@ -241,6 +279,7 @@ def consumed_at_head(check_budget_s: float = 20.0) -> LateCopySweep:
     """
     return LateCopySweep(
         selector=None,
+        from_production=True,
         max_copies=HEAD_BROWSE,
         max_browse=HEAD_BROWSE,
         check_budget_s=check_budget_s,
