@@ -20,7 +20,7 @@ from brokersync.keys import InvalidKeyError
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.base import LedgerEntry
 from brokersync.metrics import RecordingMetrics
-from brokersync.purge.late_copies import LateCopySweep
+from brokersync.purge.late_copies import CLOCK_SLACK, LateCopySweep, consumed_at_head
 from brokersync.snapshot.browser import SnapshotLine
 from brokersync.topology import Queue
 
@@ -228,8 +228,11 @@ def _head(n: int, produced_ms: int) -> SnapshotLine:
     return SnapshotLine("ORDERS", message_id, message_id, "", produced_ms, None, 1, None)
 
 
-def _failback_heads(clock: Clock, lines: list[SnapshotLine]) -> Browsed:
-    sweep = Browsed(clock=clock, selector=None, from_production=True, max_copies=100, max_browse=100)
+def _failback_heads(clock: Clock, lines: list[SnapshotLine], lost_at_ms: int | None = None) -> Browsed:
+    """``consumed_at_head``'s sweep over ``lines``."""
+    head = consumed_at_head(lost_at_ms=lost_at_ms)
+    settings = {name: getattr(head, name) for name in ("selector", "from_production", "lost_at_ms", "max_copies")}
+    sweep = Browsed(clock=clock, **settings)
     sweep.lines = lines
     return sweep
 
@@ -259,7 +262,7 @@ def test_heads_produced_over_an_hour_after_the_oldest_head_are_not_looked_up_fro
     original = ledger.consumed_entries_of
 
     def recorded(queue: str, keys: Any, window: timedelta, **kw: Any) -> dict[str, list[LedgerEntry]]:
-        asked.append(dict(kw.get("produced_at_ms") or {}))
+        asked.append(dict(kw.get("from_ms") or {}))
         return original(queue, keys, window, **kw)
 
     ledger.consumed_entries_of = recorded  # type: ignore[method-assign]
@@ -268,7 +271,7 @@ def test_heads_produced_over_an_hour_after_the_oldest_head_are_not_looked_up_fro
     found = sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
 
     assert found == [oldest.message_id]
-    assert asked[-1] == {oldest.key: oldest.timestamp}
+    assert asked[-1] == {oldest.key: oldest.timestamp - int(CLOCK_SLACK.total_seconds() * 1000)}
 
 
 def test_the_late_copy_sweep_looks_message_ids_up_back_from_now_only() -> None:
@@ -279,5 +282,35 @@ def test_the_late_copy_sweep_looks_message_ids_up_back_from_now_only() -> None:
     ledger.record("ORDERS", [LedgerEntry(copy.key, produced + 1_000, copy.message_id)])
     sweep = Browsed(clock=clock, max_copies=100)
     sweep.lines = [copy]
+
+    assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60) == []  # type: ignore[arg-type]
+
+
+def test_a_backlog_head_consumed_just_before_the_loss_is_found_from_when_the_broker_left() -> None:
+    """Produced hours before its consume, consumed hours before the failback: only the loss time finds it."""
+    clock = Clock(now=1_795_350_000.0)
+    lost_at = int(clock.now * 1000) - 3 * HOUR_MS
+    ledger = memory_ledger(clock=clock)
+    head = _head(1, lost_at - 5 * HOUR_MS)
+    ledger.record("ORDERS", [LedgerEntry(head.key, lost_at - 2_000, head.message_id)])
+
+    without = _failback_heads(clock, [head])._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
+    found = _failback_heads(clock, [head], lost_at_ms=lost_at + 20_000)._consumed_copies(
+        ledger,
+        None,  # type: ignore[arg-type]
+        QUEUE,
+        stop_at=clock.now + 60,
+    )
+
+    assert (without, found) == ([], [head.message_id])
+
+
+def test_a_head_consumed_after_the_failover_started_and_its_slack_is_not_taken_for_one_consumed_before() -> None:
+    clock = Clock(now=1_795_350_000.0)
+    lost_at = int(clock.now * 1000) - 3 * HOUR_MS
+    ledger = memory_ledger(clock=clock)
+    head = _head(1, lost_at - 5 * HOUR_MS)
+    ledger.record("ORDERS", [LedgerEntry(head.key, lost_at + 10 * 60_000, head.message_id)])
+    sweep = _failback_heads(clock, [head], lost_at_ms=lost_at)
 
     assert sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60) == []  # type: ignore[arg-type]

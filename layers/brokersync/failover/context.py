@@ -82,6 +82,9 @@ class TransitionContext(_Wire):
     transition_started_at_ms: int = Field(ge=0)
     drain_deadline_ms: int = Field(ge=0)
     running_deadline_ms: int = Field(ge=0)
+    #: A failback's: when the rejoining broker stopped being primary (the start of the transition
+    #: that replaced it), read before the failback claimed the record; None when not known.
+    source_left_at_ms: int | None = Field(default=None, ge=0)
 
     @classmethod
     def parse(cls, raw: object, brokers: set[str]) -> TransitionContext:

@@ -305,7 +305,11 @@ class FailoverSteps:
         transition, new = failback_to_run(current, assignment, self.env.topology, execution, self._now_ms())
         if new:
             self.env.transitions.write(transition)
-        return self._context(transition, request, "FAILBACK")
+        ctx = self._context(transition, request, "FAILBACK")
+        # The claim replaced the record of the failover: its start is kept in the context for the
+        # catch-up's head sweep. A resumed failback has only its own record, and goes without.
+        left_at = current.started_at_ms if new and current is not None else None
+        return ctx.model_copy(update={"source_left_at_ms": left_at})
 
     def _resume_or_start(self, mode: Mode, request: TransitionRequest, execution: str) -> Transition | None:
         current = self.env.transitions.read()
@@ -487,7 +491,7 @@ class FailoverSteps:
         removed, heads, at_head = report.purged, None, 0
         if caught_up:
             # After the rounds, so that what it removes is what no pending key named.
-            heads = consumed_at_head(check_budget_s=max_seconds / 2)
+            heads = consumed_at_head(check_budget_s=max_seconds / 2, lost_at_ms=ctx.source_left_at_ms)
             at_head = heads.sweep(self.env.ledger, remover, after, self.env.metrics)
             if at_head:  # one more round marks any of them that was still pending (``_swept``)
                 service.late_copies = heads

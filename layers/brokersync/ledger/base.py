@@ -79,12 +79,12 @@ class LedgerStore(ABC):
 
     @abstractmethod
     def consumed_entries_of(
-        self, queue: str, keys: Sequence[str], window: timedelta, *, produced_at_ms: Mapping[str, int] | None = None
+        self, queue: str, keys: Sequence[str], window: timedelta, *, from_ms: Mapping[str, int] | None = None
     ) -> dict[str, list[LedgerEntry]]:
         """:meth:`consumed_entries` of each key, read together; a key the ledger cannot hold is left out.
 
-        ``produced_at_ms`` anchors a message-id key's window at its message's production time
-        instead of now, as a ULID key's is anchored at its creation.
+        ``from_ms`` starts a message-id key's window at the time it gives instead of back from
+        now, as a ULID key's starts at its creation.
         """
 
     def add_pending(self, queue: str, entries: Sequence[LedgerEntry | tuple[str, int]]) -> WriteReport:

@@ -42,9 +42,6 @@ DEFAULT_SHARDS = 1
 LEGACY_SHARDS = (2,)
 #: How long after its creation a ULID-keyed message is looked for by ``was_consumed``.
 DEFAULT_CONSUME_LAG = timedelta(minutes=15)
-#: How far a producer's clock (a message's JMSTimestamp) may run ahead of the one that timed its
-#: consume: a message-id key looked up from its production time is looked for from this much before.
-PRODUCER_CLOCK_SKEW = timedelta(minutes=1)
 #: Work pointers read per page, and pages read at most per ``pending`` call.
 POINTER_PAGE = 100
 MAX_POINTER_PAGES = 20
@@ -336,7 +333,7 @@ class Ledger(LedgerStore):
         keys: Sequence[str],
         window: timedelta = DEFAULT_CONSUME_LAG,
         *,
-        produced_at_ms: Mapping[str, int] | None = None,
+        from_ms: Mapping[str, int] | None = None,
     ) -> dict[str, list[LedgerEntry]]:
         """:meth:`consumed_entries` of many keys, each bucket read once however many keys' windows hold it.
 
@@ -347,16 +344,15 @@ class Ledger(LedgerStore):
         in the order :meth:`consumed_entries` sees them, so the answers are the same. A key
         the ledger cannot hold (it was never recorded) is left out of the answer.
 
-        ``produced_at_ms`` (key as given -> its message's production time) looks a message-id
-        key up from :data:`PRODUCER_CLOCK_SKEW` before that time instead of back from now:
-        for a message consumed long before the lookup (a failback's heads), as a ULID key is
-        looked up from its creation.
+        ``from_ms`` (key as given -> a time) looks a message-id key up over ``window`` from
+        that time instead of back from now: for a message consumed long before the lookup (a
+        failback's heads), as a ULID key is looked up from its creation.
         """
-        produced_at_ms = produced_at_ms or {}
+        from_ms = from_ms or {}
         wanted: dict[str, tuple[str, int, int]] = {}  # key as given -> (key as stored, first and last bucket)
         for given in dict.fromkeys(keys):
             try:
-                wanted[given] = self._key_window(given, window, produced_at_ms.get(given))
+                wanted[given] = self._key_window(given, window, from_ms.get(given))
             except (InvalidKeyError, ValueError):
                 continue
         # shard -> stored key -> [(its rank among the key's shards, first bucket, last bucket)]
@@ -391,20 +387,19 @@ class Ledger(LedgerStore):
             for bucket_ms, keys in self.backend.captured_range(queue, shard, first, last):
                 yield from (item for item in _decode(bucket_ms, keys) if item.key == key)
 
-    def _key_window(self, key: str, window: timedelta, produced_at_ms: int | None = None) -> tuple[str, int, int]:
+    def _key_window(self, key: str, window: timedelta, from_ms: int | None = None) -> tuple[str, int, int]:
         """``key`` as stored, and the first and last bucket it is looked for in (raises InvalidKeyError).
 
-        A ULID key from its creation; a message id from ``produced_at_ms`` less the producer's
-        clock skew when given (a time this ledger can hold), else back from now.
+        A ULID key from its creation; a message id from ``from_ms`` when given (a time this
+        ledger can hold), else back from now.
         """
         kind = key_kind(key)
         key = validate_key(key, kind)
         seconds = window.total_seconds()
         if kind == "correlation-id":
             start = ulid_time_ms(key)
-        elif produced_at_ms is not None and 0 < produced_at_ms < _LAST_MS:
-            skew_ms = int(PRODUCER_CLOCK_SKEW.total_seconds() * 1000)
-            start, seconds = max(0, produced_at_ms - skew_ms), seconds + skew_ms / 1000
+        elif from_ms is not None and 0 < from_ms <= _LAST_MS - seconds * 1000:
+            start = from_ms
         else:
             start = int(self.clock() * 1000 - seconds * 1000)
         return key, bucket_of(start), bucket_of(start + int(seconds * 1000))

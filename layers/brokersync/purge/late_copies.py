@@ -37,7 +37,8 @@ failback drill, consumed 60 ms before a SIGKILL). They were dispatched, so they 
 messages of their queue, at its head. The ledger is asked the same way, and only a message whose
 exact message id the ledger holds as consumed is removed. A failback may come hours after the
 loss, far outside a message-id key's window back from now, so a head whose message-id key is
-not found there is looked up again from its message's production time (``from_production``).
+not found there is looked up again from its message's production time and over the window
+before the failover started (``from_production``, ``lost_at_ms``).
 
 A copy found unconsumed is looked up again after ``recheck_after_s``, then after twice as
 long each time, up to ``max_recheck_s``: those copies are a backlog's, they stay for hours,
@@ -72,8 +73,12 @@ REDELIVERED = "JMSRedelivered = TRUE"
 #: Messages browsed from the head of each queue of a rejoining broker (:func:`consumed_at_head`):
 #: more than the prefetch windows of the consumers it had when it died.
 HEAD_BROWSE = 10_000
-#: Production times a head sweep's second lookup spans at most, from the oldest head's.
+#: Production times a head sweep's lookup from production spans at most, from the oldest head's.
 PRODUCED_SPAN = timedelta(hours=1)
+#: The slack a window from a time read off another clock gets: a producer's JMSTimestamp may run
+#: ahead of the clock that timed its consume, and a lost broker's last consumes may be timed a
+#: little after the failover that replaced it started.
+CLOCK_SLACK = timedelta(minutes=1)
 
 
 @dataclass
@@ -98,8 +103,11 @@ class LateCopySweep:
     #: What is browsed: the bridge's redelivered copies, or (None) every message from the head.
     selector: str | None = REDELIVERED
     #: Message-id keys not found consumed in the last ``DEFAULT_CONSUME_LAG`` are looked up again
-    #: from their production time (:func:`consumed_at_head`: consumed before the broker was lost).
+    #: from their production time, and before ``lost_at_ms`` when it is known
+    #: (:func:`consumed_at_head`: consumed before the broker was lost).
     from_production: bool = False
+    #: When the broker whose heads are swept stopped being primary (epoch milliseconds), if known.
+    lost_at_ms: int | None = None
     #: What the removed messages are, in the log.
     removed_as: str = "late copies of consumed messages (bridge redeliveries)"
     _last: float | None = field(default=None, init=False)
@@ -242,44 +250,65 @@ class LateCopySweep:
     def _look_up(self, ledger: LedgerStore, queue: Queue, copies: list[SnapshotLine]) -> dict[str, list[LedgerEntry]]:
         """The ledger's consumed entries under each copy's key, read together."""
         answers = ledger.consumed_entries_of(queue.name, [line.key for line in copies], DEFAULT_CONSUME_LAG)
-        if self.from_production:
-            for key, entries in self._from_production(ledger, queue, copies, answers).items():
+        if not self.from_production:
+            return answers
+        for from_ms, window in self._earlier_windows(copies, answers):
+            keys = list(from_ms)
+            for key, entries in ledger.consumed_entries_of(queue.name, keys, window, from_ms=from_ms).items():
                 answers[key] = answers.get(key, []) + entries
         return answers
 
-    def _from_production(
-        self, ledger: LedgerStore, queue: Queue, copies: list[SnapshotLine], answers: dict[str, list[LedgerEntry]]
-    ) -> dict[str, list[LedgerEntry]]:
-        """Message-id keys not found consumed back from now, looked up again from their production time.
+    def _earlier_windows(
+        self, copies: list[SnapshotLine], answers: dict[str, list[LedgerEntry]]
+    ) -> list[tuple[dict[str, int], timedelta]]:
+        """Where a failback's heads not found consumed back from now are looked for next: (key -> from, window) reads.
 
-        Only those produced within :data:`PRODUCED_SPAN` of the oldest: their windows merge into
-        one read, where a backlog's hours of production times would read hours of the ledger.
+        From each message's production time (less :data:`CLOCK_SLACK`), for those
+        produced within :data:`PRODUCED_SPAN` of the oldest (their windows merge into one read,
+        where a backlog's hours of production times would read hours of the ledger); and over
+        the ``DEFAULT_CONSUME_LAG`` before ``lost_at_ms``, when the failback knows it.
         """
         unanswered = [
             line
             for line in copies
-            if line.timestamp > 0
-            and key_kind(line.key) == "message-id"
+            if key_kind(line.key) == "message-id"
             and not any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
         ]
-        if not unanswered:
-            return {}
-        oldest = min(line.timestamp for line in unanswered)
-        span_ms = int(PRODUCED_SPAN.total_seconds() * 1000)
-        produced = {line.key: line.timestamp for line in unanswered if line.timestamp - oldest <= span_ms}
-        return ledger.consumed_entries_of(queue.name, list(produced), DEFAULT_CONSUME_LAG, produced_at_ms=produced)
+        reads: list[tuple[dict[str, int], timedelta]] = []
+        skew_ms = int(CLOCK_SLACK.total_seconds() * 1000)
+        produced = [line for line in unanswered if line.timestamp > 0]
+        if produced:
+            oldest = min(line.timestamp for line in produced)
+            span_ms = int(PRODUCED_SPAN.total_seconds() * 1000)
+            reads.append(
+                (
+                    {line.key: line.timestamp - skew_ms for line in produced if line.timestamp - oldest <= span_ms},
+                    DEFAULT_CONSUME_LAG + CLOCK_SLACK,
+                )
+            )
+        if unanswered and self.lost_at_ms:
+            lag_ms = int(DEFAULT_CONSUME_LAG.total_seconds() * 1000)
+            reads.append(
+                (
+                    dict.fromkeys((line.key for line in unanswered), self.lost_at_ms - lag_ms),
+                    DEFAULT_CONSUME_LAG + CLOCK_SLACK,
+                )
+            )
+        return reads
 
 
-def consumed_at_head(check_budget_s: float = 20.0) -> LateCopySweep:
+def consumed_at_head(check_budget_s: float = 20.0, lost_at_ms: int | None = None) -> LateCopySweep:
     """A sweep of the first ``HEAD_BROWSE`` messages of each queue of a rejoining broker (module doc).
 
     A failback runs it once the new primary's copy backlog has caught up: looking each browsed
     key up is what costs, so ``check_budget_s`` bounds it, and while a queue is left
-    :attr:`~LateCopySweep.unchecked` the catch-up is not done and sweeps again.
+    :attr:`~LateCopySweep.unchecked` the catch-up is not done and sweeps again. ``lost_at_ms``:
+    when the rejoining broker stopped being primary (the failover's start), if known.
     """
     return LateCopySweep(
         selector=None,
         from_production=True,
+        lost_at_ms=lost_at_ms,
         max_copies=HEAD_BROWSE,
         max_browse=HEAD_BROWSE,
         check_budget_s=check_budget_s,

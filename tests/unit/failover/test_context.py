@@ -17,6 +17,7 @@ CONTEXT = {
     "transitionStartedAtMs": 1,
     "drainDeadlineMs": 2,
     "runningDeadlineMs": 3,
+    "sourceLeftAtMs": None,
 }
 
 
@@ -35,11 +36,18 @@ def test_a_context_round_trips_through_the_wire_format_the_state_machines_read()
         ({"source": ""}, "source"),
         ({"drainDeadlineMs": "soon"}, "drainDeadlineMs"),
         ({"extra": 1}, "extra"),
+        ({"sourceLeftAtMs": -1}, "sourceLeftAtMs"),
     ],
 )
 def test_a_forged_context_is_refused_naming_what_is_wrong(change: dict[str, object], named: str) -> None:
     with pytest.raises(FailoverRequestError, match=named):
         TransitionContext.parse(CONTEXT | change, BROKERS)
+
+
+def test_a_context_from_before_source_left_at_was_added_still_parses() -> None:
+    """An execution in flight across an upgrade: its context has no sourceLeftAtMs, which is not known."""
+    older = {k: v for k, v in CONTEXT.items() if k != "sourceLeftAtMs"}
+    assert TransitionContext.parse(older, BROKERS).source_left_at_ms is None
 
 
 def test_a_context_without_a_field_is_refused_naming_it() -> None:

@@ -201,6 +201,28 @@ def test_a_failback_after_a_re_pair_rejoins_the_new_broker_the_topology_names_an
     assert record is not None and (record.primary, record.dr) == ("orders-usw2", "orders-euw1")
 
 
+def test_a_failback_keeps_when_the_failover_it_follows_started_for_its_head_sweep(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.complete(ctx)
+
+    back = steps.plan_failback({}, "exec-2")
+
+    assert back.source_left_at_ms == ctx.transition_started_at_ms
+
+
+def test_a_resumed_failback_does_not_know_when_the_broker_left(steps: FailoverSteps) -> None:
+    """Its claim replaced the failover's record: the head sweep goes without the loss window."""
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.complete(ctx)
+    steps.plan_failback({}, "exec-2")
+
+    resumed = steps.plan_failback({}, "exec-2")
+
+    assert resumed.source_left_at_ms is None
+
+
 class _DrainedOldPrimary:
     """An old primary with no consumer, no copy in its outflow and no advisory left to relay."""
 
