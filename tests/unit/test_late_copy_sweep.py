@@ -251,8 +251,8 @@ def test_a_failback_hours_after_the_loss_finds_heads_consumed_just_before_it() -
     assert found == [consumed.message_id]
 
 
-def test_heads_produced_over_an_hour_after_the_oldest_head_are_not_looked_up_from_production() -> None:
-    """A backlog's production times span hours: one read spans at most the first hour of them."""
+def test_heads_produced_long_after_the_oldest_head_are_not_looked_up_from_production() -> None:
+    """A backlog's production times span hours: one read spans the first PRODUCED_SPAN of them."""
     clock = Clock(now=1_795_350_000.0)
     lost_at = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)

@@ -73,8 +73,9 @@ REDELIVERED = "JMSRedelivered = TRUE"
 #: Messages browsed from the head of each queue of a rejoining broker (:func:`consumed_at_head`):
 #: more than the prefetch windows of the consumers it had when it died.
 HEAD_BROWSE = 10_000
-#: Production times a head sweep's lookup from production spans at most, from the oldest head's.
-PRODUCED_SPAN = timedelta(hours=1)
+#: Production times a head sweep's lookup from production spans at most, from the oldest head's:
+#: the read then covers about one window and this of the queue's ledger, not a backlog's hours.
+PRODUCED_SPAN = timedelta(minutes=10)
 #: The slack a window from a time read off another clock gets: a producer's JMSTimestamp may run
 #: ahead of the clock that timed its consume, and a lost broker's last consumes may be timed a
 #: little after the failover that replaced it started.
@@ -248,53 +249,47 @@ class LateCopySweep:
         return consumed
 
     def _look_up(self, ledger: LedgerStore, queue: Queue, copies: list[SnapshotLine]) -> dict[str, list[LedgerEntry]]:
-        """The ledger's consumed entries under each copy's key, read together."""
+        """The ledger's consumed entries under each copy's key, read together.
+
+        A failback's heads (``from_production``) whose message-id key is not found back from now
+        are looked for in two more reads, each of those still not found: from their production
+        times (less :data:`CLOCK_SLACK`), for those produced within :data:`PRODUCED_SPAN` of the
+        oldest of them, so that their windows merge into one read; and over the
+        ``DEFAULT_CONSUME_LAG`` before ``lost_at_ms`` (and :data:`CLOCK_SLACK` after), when the
+        failback knows it. Each read spans about one window of the queue's ledger.
+        """
         answers = ledger.consumed_entries_of(queue.name, [line.key for line in copies], DEFAULT_CONSUME_LAG)
         if not self.from_production:
             return answers
-        for from_ms, window in self._earlier_windows(copies, answers):
-            keys = list(from_ms)
-            for key, entries in ledger.consumed_entries_of(queue.name, keys, window, from_ms=from_ms).items():
+        window = DEFAULT_CONSUME_LAG + CLOCK_SLACK
+        for starts in (self._from_production_times, self._from_loss):
+            unanswered = [
+                line
+                for line in copies
+                if key_kind(line.key) == "message-id"
+                and not any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
+            ]
+            from_ms = starts(unanswered) if unanswered else {}
+            if not from_ms:
+                continue
+            for key, entries in ledger.consumed_entries_of(queue.name, list(from_ms), window, from_ms=from_ms).items():
                 answers[key] = answers.get(key, []) + entries
         return answers
 
-    def _earlier_windows(
-        self, copies: list[SnapshotLine], answers: dict[str, list[LedgerEntry]]
-    ) -> list[tuple[dict[str, int], timedelta]]:
-        """Where a failback's heads not found consumed back from now are looked for next: (key -> from, window) reads.
+    @staticmethod
+    def _from_production_times(heads: list[SnapshotLine]) -> dict[str, int]:
+        produced = [line for line in heads if line.timestamp > 0]
+        if not produced:
+            return {}
+        oldest = min(line.timestamp for line in produced)
+        span_ms, slack_ms = int(PRODUCED_SPAN.total_seconds() * 1000), int(CLOCK_SLACK.total_seconds() * 1000)
+        return {line.key: line.timestamp - slack_ms for line in produced if line.timestamp - oldest <= span_ms}
 
-        From each message's production time (less :data:`CLOCK_SLACK`), for those
-        produced within :data:`PRODUCED_SPAN` of the oldest (their windows merge into one read,
-        where a backlog's hours of production times would read hours of the ledger); and over
-        the ``DEFAULT_CONSUME_LAG`` before ``lost_at_ms``, when the failback knows it.
-        """
-        unanswered = [
-            line
-            for line in copies
-            if key_kind(line.key) == "message-id"
-            and not any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
-        ]
-        reads: list[tuple[dict[str, int], timedelta]] = []
-        skew_ms = int(CLOCK_SLACK.total_seconds() * 1000)
-        produced = [line for line in unanswered if line.timestamp > 0]
-        if produced:
-            oldest = min(line.timestamp for line in produced)
-            span_ms = int(PRODUCED_SPAN.total_seconds() * 1000)
-            reads.append(
-                (
-                    {line.key: line.timestamp - skew_ms for line in produced if line.timestamp - oldest <= span_ms},
-                    DEFAULT_CONSUME_LAG + CLOCK_SLACK,
-                )
-            )
-        if unanswered and self.lost_at_ms:
-            lag_ms = int(DEFAULT_CONSUME_LAG.total_seconds() * 1000)
-            reads.append(
-                (
-                    dict.fromkeys((line.key for line in unanswered), self.lost_at_ms - lag_ms),
-                    DEFAULT_CONSUME_LAG + CLOCK_SLACK,
-                )
-            )
-        return reads
+    def _from_loss(self, heads: list[SnapshotLine]) -> dict[str, int]:
+        if not self.lost_at_ms:
+            return {}
+        lag_ms = int(DEFAULT_CONSUME_LAG.total_seconds() * 1000)
+        return dict.fromkeys((line.key for line in heads), self.lost_at_ms - lag_ms)
 
 
 def consumed_at_head(check_budget_s: float = 20.0, lost_at_ms: int | None = None) -> LateCopySweep:
