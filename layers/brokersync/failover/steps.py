@@ -305,11 +305,10 @@ class FailoverSteps:
         transition, new = failback_to_run(current, assignment, self.env.topology, execution, self._now_ms())
         if new:
             self.env.transitions.write(transition)
-        ctx = self._context(transition, request, "FAILBACK")
         # The claim replaced the record of the failover: its start is kept in the context for the
         # catch-up's head sweep. A resumed failback has only its own record, and goes without.
         left_at = current.started_at_ms if new and current is not None else None
-        return ctx.model_copy(update={"source_left_at_ms": left_at})
+        return self._context(transition, request, "FAILBACK", source_left_at_ms=left_at)
 
     def _resume_or_start(self, mode: Mode, request: TransitionRequest, execution: str) -> Transition | None:
         current = self.env.transitions.read()
@@ -320,7 +319,14 @@ class FailoverSteps:
             self.env.transitions.write(transition)
         return transition
 
-    def _context(self, transition: Transition | None, request: TransitionRequest, mode: Mode) -> TransitionContext:
+    def _context(
+        self,
+        transition: Transition | None,
+        request: TransitionRequest,
+        mode: Mode,
+        *,
+        source_left_at_ms: int | None = None,
+    ) -> TransitionContext:
         now = self._now_ms()
         if transition is None:
             primary = self._assignment().primary
@@ -334,6 +340,7 @@ class FailoverSteps:
             transition_started_at_ms=transition.started_at_ms,
             drain_deadline_ms=now + request.drain_timeout_seconds * 1000,
             running_deadline_ms=now + request.running_timeout_seconds * 1000,
+            source_left_at_ms=source_left_at_ms,
         )
 
     def _probe_for_switchover(self, source: str) -> None:

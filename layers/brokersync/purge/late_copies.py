@@ -82,6 +82,11 @@ PRODUCED_SPAN = timedelta(minutes=10)
 CLOCK_SLACK = timedelta(minutes=1)
 
 
+def _holds_exactly(answers: dict[str, list[LedgerEntry]], line: SnapshotLine) -> bool:
+    """Whether the ledger's entries under ``line``'s key name its exact message id as consumed."""
+    return any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
+
+
 @dataclass
 class LateCopySweep:
     """Removes redelivered copies of consumed messages; one instance per warm process (it keeps the pace)."""
@@ -236,10 +241,9 @@ class LateCopySweep:
             return None
         consumed, unknown = [], 0
         for line in copies:
-            entries = answers.get(line.key)
-            if entries is None:  # a key the ledger cannot hold was never recorded
+            if line.key not in answers:  # a key the ledger cannot hold was never recorded
                 unknown += 1
-            if entries and any(entry.message_id == line.message_id for entry in entries):
+            if _holds_exactly(answers, line):
                 consumed.append(line.message_id)
                 self._unconsumed.pop(line.message_id, None)
             else:
@@ -264,10 +268,7 @@ class LateCopySweep:
         window = DEFAULT_CONSUME_LAG + CLOCK_SLACK
         for starts in (self._from_production_times, self._from_loss):
             unanswered = [
-                line
-                for line in copies
-                if key_kind(line.key) == "message-id"
-                and not any(entry.message_id == line.message_id for entry in answers.get(line.key, ()))
+                line for line in copies if key_kind(line.key) == "message-id" and not _holds_exactly(answers, line)
             ]
             from_ms = starts(unanswered) if unanswered else {}
             if not from_ms:
