@@ -142,12 +142,16 @@ class TableBackend(ABC):
     def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]: ...
 
     def captured_and_marks(
-        self, queue: str, refs: Sequence[ItemRef]
+        self, queue: str, refs: Sequence[ItemRef], *, captured_refs: Sequence[ItemRef] | None = None
     ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
-        """Both items of every ref. The purge reads them for a whole page of work pointers at
-        once: the DynamoDB adapter does it in one BatchGetItem (per 100 keys), where a read per
-        pointer and per item kind made the DynamoDB client a third of the purge's CPU."""
-        return self.captured(queue, refs), self.marks(queue, refs)
+        """The marks item of every ref, and the capture item of every ref in ``captured_refs``
+        (all of ``refs`` when not given: the purge leaves out those it holds already).
+
+        The purge reads them for a whole page of work pointers at once: the DynamoDB adapter
+        does it in one BatchGetItem (per 100 keys), where a read per pointer and per item kind
+        made the DynamoDB client a third of the purge's CPU."""
+        wanted = refs if captured_refs is None else captured_refs
+        return self.captured(queue, wanted), self.marks(queue, refs)
 
     @abstractmethod
     def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:

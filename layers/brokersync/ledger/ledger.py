@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 
 from brokersync.keys import InvalidKeyError, key_identity, key_kind, ulid_time_ms, validate_key
-from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, write_units
+from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer, TableBackend, element_count, write_units
 from brokersync.ledger.base import LedgerEntry, LedgerStore, PendingKey, WriteReport
 from brokersync.ledger.codec import Decoded, bucket_of, decode_item, encode, plausible_consumed_at_ms
 from brokersync.ledger.exceptions import LedgerRecordRefusedError
@@ -110,6 +110,59 @@ class DecodedElements:
         self._kept[queue] = self._reading.pop(queue, {})
 
 
+class HeldCaptures:
+    """Capture items read by earlier :meth:`Ledger.pending` calls, read again only when a work
+    pointer names a write they may not hold.
+
+    Why: the purge reads the items of every live pointer each round, and a pointer lives until
+    every element of its items is resolved, so at 1,000 msg/s a round read about four times the
+    elements that were new since the last one; botocore decodes every element of every item it
+    reads (decision 0034). A capture item's sets only grow, and a pointer counts the elements
+    its write left (decision 0021). An item read with at least that many elements was read
+    after that write, because a write that added anything left more elements than were there
+    before it; so it holds the write. Marks items are read every time: other processes write
+    them too. Like :class:`DecodedElements`, only the items the last call for each queue
+    named are kept.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[str, dict[ItemRef, KeySets]] = {}
+        self._reading: dict[str, dict[ItemRef, KeySets]] = defaultdict(dict)
+
+    def split(self, queue: str, pointers: Sequence[Pointer]) -> tuple[list[ItemRef], dict[ItemRef, KeySets]]:
+        """The refs ``pointers`` name whose capture item must be read, in order, and those held."""
+        kept = self._kept.get(queue, {})
+        reading = self._reading[queue]
+        stale: dict[ItemRef, None] = {}
+        held: dict[ItemRef, KeySets] = {}
+        for pointer in pointers:
+            for index, ref in enumerate(pointer.refs):
+                keys = reading.get(ref) or kept.get(ref)
+                if keys is None or not pointer.counts or element_count(keys) < pointer.counts[index]:
+                    stale[ref] = None
+                else:
+                    held[ref] = keys
+        for ref in stale:
+            held.pop(ref, None)
+        reading.update(held)
+        return list(stale), held
+
+    def hold(self, queue: str, captured: Mapping[ItemRef, KeySets]) -> None:
+        """Keep capture items just read (an item read with fewer elements than held is not kept)."""
+        reading = self._reading[queue]
+        kept = self._kept.get(queue, {})
+        for ref, keys in captured.items():
+            before = reading.get(ref) or kept.get(ref)
+            if before is None or element_count(keys) >= element_count(before):
+                reading[ref] = keys
+            else:
+                reading[ref] = before
+
+    def keep_only_read(self, queue: str) -> None:
+        """Keep, of ``queue``'s items, only those named since the last call of this."""
+        self._kept[queue] = self._reading.pop(queue, {})
+
+
 def _merged(spans: Iterator[tuple[int, int]] | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Inclusive bucket ranges merged where they overlap: each bucket of their union in exactly one."""
     merged: list[tuple[int, int]] = []
@@ -167,6 +220,7 @@ class Ledger(LedgerStore):
         self.ttl = ttl
         self.clock = clock
         self._decoded = DecodedElements()
+        self._held = HeldCaptures()
 
     def _expires_at(self) -> int:
         return int(self.clock() + self.ttl.total_seconds())
@@ -227,18 +281,30 @@ class Ledger(LedgerStore):
         for _page in range(MAX_POINTER_PAGES):
             pointers = self.backend.pointers(queue, limit=POINTER_PAGE, after=after)
             refs = list(dict.fromkeys(ref for pointer in pointers for ref in pointer.refs))
-            items = self.backend.captured_and_marks(queue, refs) if refs else ({}, {})
+            items = self._read_page(queue, pointers, refs)
             for pointer in pointers:
                 self._collect(queue, pointer, items, found, places, read_only=read_only)
             if not pointers or len(pointers) < POINTER_PAGE or len(found) >= limit:
                 break
             after = pointers[-1].sk
         self._decoded.keep_only_read(queue)
+        self._held.keep_only_read(queue)
         ordered = sorted(found.items(), key=lambda item: (item[1], item[0][0], item[0][1] or ""))
         return [
             PendingKey(key, consumed_at, message_id, tuple(places[(key, message_id)]))
             for (key, message_id), consumed_at in ordered[:limit]
         ]
+
+    def _read_page(
+        self, queue: str, pointers: Sequence[Pointer], refs: Sequence[ItemRef]
+    ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
+        """Every ref's marks, and the capture items of a page of pointers, held ones not read again."""
+        if not refs:
+            return {}, {}
+        stale, held = self._held.split(queue, pointers)
+        captured, marks = self.backend.captured_and_marks(queue, refs, captured_refs=stale)
+        self._held.hold(queue, captured)
+        return {**held, **captured}, marks
 
     def _collect(
         self,

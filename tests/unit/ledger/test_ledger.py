@@ -175,6 +175,45 @@ def test_a_full_batch_costs_well_under_fifty_write_units_per_thousand_keys(ledge
     assert units / 2_000 * 1_000 <= 50
 
 
+def test_marking_a_bucket_in_two_rounds_costs_the_second_what_marking_it_at_once_would(ledger: Ledger) -> None:
+    # The purge marks a bucket round after round; each write is billed for the whole marks item
+    # it leaves, whether the backend reads it back or sizes it from what it read before.
+    keys = _ulids(400)
+    ledger.record("ORDERS", _entries(keys, step_ms=0))
+    pending = ledger.pending("ORDERS")
+    once = memory_ledger(clock=Clock())
+    once.record("ORDERS", _entries(keys, step_ms=0))
+
+    ledger.mark_purged("ORDERS", pending[:200])
+    ledger.pending("ORDERS")
+    second = ledger.mark_purged("ORDERS", pending[200:])
+
+    assert second.write_units == once.mark_purged("ORDERS", once.pending("ORDERS")).write_units > 1
+
+
+def test_a_marks_write_asks_dynamodb_for_nothing_back(project_root, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Asking for the item back made botocore decode the whole bucket's marks on every write.
+    from pynamodb.connection import TableConnection  # noqa: PLC0415
+
+    asked: list[str | None] = []
+    original = TableConnection.update_item
+
+    def spied(self: TableConnection, *args: object, **kwargs: object) -> object:
+        asked.append(kwargs.get("return_values"))  # type: ignore[arg-type]
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(TableConnection, "update_item", spied)
+    with mock_aws():
+        create_ledger_table(boto3.client("dynamodb", region_name="us-east-1"), "t", project_root / "template.yaml")
+        ledger = dynamodb_ledger("t", region="us-east-1", clock=Clock())
+        ledger.record("ORDERS", _entries(_ulids(3)))
+        asked.clear()
+        ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
+
+        assert asked == ["NONE"]
+        assert ledger.pending("ORDERS") == []
+
+
 def test_every_item_carries_a_ttl(project_root) -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
@@ -301,9 +340,9 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
     reads: list[int] = []
     original = ledger.backend.captured_and_marks
 
-    def counted(queue: str, refs: list[object]) -> object:
+    def counted(queue: str, refs: list[object], **kwargs: object) -> object:
         reads.append(len(refs))
-        return original(queue, refs)  # type: ignore[arg-type]
+        return original(queue, refs, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ledger.backend, "captured_and_marks", counted)
 
@@ -399,6 +438,58 @@ def test_a_pointer_whose_item_holds_only_an_earlier_write_stays_and_its_keys_are
     _replicate_items(primary, ledger, "ORDERS")
 
     assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(second)
+
+
+def _capture_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[list[object]]:
+    """The capture items each ``pending`` call asks the backend for."""
+    asked: list[list[object]] = []
+    original = ledger.backend.captured_and_marks
+
+    def spied(queue: str, refs: list[object], **kwargs: object) -> object:
+        wanted = kwargs.get("captured_refs")
+        asked.append(list(refs if wanted is None else wanted))  # type: ignore[call-overload]
+        return original(queue, refs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ledger.backend, "captured_and_marks", spied)
+    return asked
+
+
+def test_a_capture_item_already_read_is_not_read_again_while_no_pointer_names_a_later_write(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = _ulids(20)
+    ledger.record("ORDERS", _entries(keys))
+    asked = _capture_reads(ledger, monkeypatch)
+    first = ledger.pending("ORDERS")
+    ledger.mark_purged("ORDERS", first[:5])
+
+    again = ledger.pending("ORDERS")
+
+    assert len(asked[0]) == 1
+    assert asked[1] == []
+    assert again == first[5:]
+
+
+def test_a_later_write_to_an_item_already_read_is_read_and_its_keys_are_pending(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _ulids(10), _ulids(10)
+    ledger.record("ORDERS", _entries(first))
+    asked = _capture_reads(ledger, monkeypatch)
+    ledger.pending("ORDERS")
+    ledger.record("ORDERS", _entries(second, start_ms=T0 + 20))  # the same 250 ms item
+
+    assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(first + second)
+    assert len(asked[1]) == 1
+
+
+def test_a_capture_item_is_held_only_for_the_queue_it_was_read_for(ledger: Ledger) -> None:
+    keys = _ulids(4)
+    ledger.record("ORDERS", _entries(keys))
+    ledger.record("PAYMENTS", _entries(keys))
+    ledger.pending("ORDERS")
+
+    assert sorted(p.key for p in ledger.pending("PAYMENTS")) == sorted(keys)
 
 
 def test_a_pointer_written_before_pointers_counted_is_read_and_resolved_as_before(ledger: Ledger) -> None:
