@@ -242,10 +242,10 @@ class DynamoDBBackend(TableBackend, AuditBackend):
 
         The purge marks every round, and a marks item holds a whole bucket's resolved elements:
         asking for the item back (pynamodb's ``update`` always asks for ``ALL_NEW``) made botocore
-        decode every element again on each write, about a fifth of the purge's ledger CPU
-        (decision 0034). The size, which only feeds the bill's write units, is the item as last
-        read here plus what this write adds: exact while the purge is the region's one writer of
-        marks, and never below what this write alone leaves.
+        decode all of it again on each write (decision 0034). The size, which only feeds the
+        bill's write units, is the item as last read here plus what this write adds: exact while
+        the purge is the region's one writer of marks, and never below what this write alone
+        leaves.
         """
         pk, sk = self._marks_key(queue, ref)
         actions: list[Any] = [
