@@ -57,6 +57,10 @@ class Marks:
     purged: KeySets = field(default_factory=KeySets)
     missing: KeySets = field(default_factory=KeySets)
 
+    def elements(self) -> KeySets:
+        """Every element marked, purged or missing alike: what the marks item's size counts."""
+        return KeySets(self.purged.ulids | self.missing.ulids, self.purged.message_ids | self.missing.message_ids)
+
 
 @dataclass
 class AuditRecord:

@@ -103,11 +103,6 @@ def _key_sets(item: LedgerItem) -> KeySets:
     return KeySets(set(item.u or ()), set(item.m or ()), set(item.mp or ()))
 
 
-def _both(marks: Marks) -> KeySets:
-    """A marks item's elements, purged or missing alike (what its size counts)."""
-    return KeySets(marks.purged.ulids | marks.missing.ulids, marks.purged.message_ids | marks.missing.message_ids)
-
-
 def _expiry(epoch_seconds: int) -> datetime:
     return datetime.fromtimestamp(epoch_seconds, UTC)
 
@@ -231,8 +226,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
                         missing=KeySets(set(item.xu or ()), set(item.xm or ())),
                     )
             for ref in marks_keys.values():
-                read = marks.get(ref, Marks())
-                self._hold_marks(queue, ref, _both(read))
+                self._hold_marks(queue, ref, marks.get(ref, Marks()).elements())
             return captured, marks
 
         return _translate(run)
@@ -264,7 +258,7 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         # endpoint, timeouts and retries are the model's.
         connection = self.model._get_connection()
         _translate(lambda: connection.update_item(pk, range_key=sk, actions=actions, return_values=NONE))
-        return item_size(pk, sk, self._hold_marks(queue, ref, _both(marks)))
+        return item_size(pk, sk, self._hold_marks(queue, ref, marks.elements()))
 
     def add_audit(self, queue: str, broker_id: str, *, captured: int = 0) -> None:
         item = self.model(f"A#{queue}", broker_id)

@@ -81,8 +81,7 @@ class MemoryBackend(TableBackend, AuditBackend):
             for mine, theirs in ((item.purged, marks.purged), (item.missing, marks.missing)):
                 mine.ulids |= theirs.ulids
                 mine.message_ids |= theirs.message_ids
-            both = KeySets(item.purged.ulids | item.missing.ulids, item.purged.message_ids | item.missing.message_ids)
-            return item_size(f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", both)
+            return item_size(f"P#{queue}#{ref.shard}", f"{ref.bucket_ms:013d}", item.elements())
 
     def add_audit(self, queue: str, broker_id: str, *, captured: int = 0) -> None:
         with self._lock:

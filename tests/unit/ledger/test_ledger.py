@@ -337,14 +337,7 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
     keys = _ulids(40)
     for index, key in enumerate(keys):
         ledger.record("ORDERS", [(key, T0 + index * 300)])  # 40 pointers over several buckets
-    reads: list[int] = []
-    original = ledger.backend.captured_and_marks
-
-    def counted(queue: str, refs: list[object], **kwargs: object) -> object:
-        reads.append(len(refs))
-        return original(queue, refs, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ledger.backend, "captured_and_marks", counted)
+    reads = _capture_reads(ledger, monkeypatch)
 
     assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
     assert len(reads) == 1
