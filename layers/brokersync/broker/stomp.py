@@ -16,6 +16,7 @@ from stomp.exception import ConnectFailedException, StompException
 from brokersync.broker.stomp_frames import install as install_fast_frame_parsing
 from brokersync.broker.stomp_headers import HEADER_ESCAPES
 from brokersync.broker.stomp_headers import install as install_fast_header_parsing
+from brokersync.broker.stomp_receive import install as install_fast_receiving
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.redaction import install as install_log_redaction
 from brokersync.topology import LOOPBACK_HOSTS
@@ -23,6 +24,7 @@ from brokersync.topology import LOOPBACK_HOSTS
 install_log_redaction()  # stomp.py logs each frame it sends, CONNECT's passcode included, at DEBUG
 install_fast_header_parsing()  # stomp.py's per-header re.sub was the relay's largest cost (decision 0016)
 install_fast_frame_parsing()  # then its two regular expressions per frame (decision 0020)
+install_fast_receiving()  # then its buffer copy per frame and two listener passes per message (decision 0035)
 
 _URI = re.compile(r"^(?P<scheme>stomp(?:\+nio)?(?P<tls>\+ssl)?)://(?P<host>[^:/\s]+):(?P<port>\d{1,5})$")
 

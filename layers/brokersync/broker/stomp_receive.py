@@ -1,0 +1,220 @@
+"""stomp.py's receive loop without a copy of its buffer per frame and two listener passes per message.
+
+Why: after the header and frame parsers (decisions 0016, 0020), what stomp.py's receiver
+thread still spent per frame was its own: in the sync bench at 1,000 msg/s, splitting the
+received bytes into frames was 11 % of the relay's py-spy samples and handing each frame to
+the listeners 10 % (decision 0035). Per frame, stomp.py's split runs two regular
+expressions and copies the rest of its buffer (``recvbuf = recvbuf[pos:]``: a 16 KB read of
+763-byte advisories is copied some twenty times over), and its hand-off takes the listener
+lock, sorts the listeners and looks each method up twice, once for ``on_before_message`` and
+once for ``on_message``.
+
+Here the split walks the buffer with an offset, runs the content-length expression only on a
+header block that names ``content-length``, and copies the unread rest once per read; it
+returns the frames stomp.py's ``__read`` returns, byte for byte, for any bytes in any
+chunking (a property test holds the two equal). The hand-off looks the listeners' message
+methods up once per read, not once per frame, in stomp.py's order (every listener's
+``on_before_message``, then every ``on_message``, listeners sorted by name), and skips
+stomp.py's no-op ones; every other frame, and every frame while DEBUG logging is on, goes
+through stomp.py's own ``process_frame``. A listener added or removed while a read's frames
+are handed over takes effect from the next read, not the next frame: the connections here
+add theirs before CONNECT and never change them.
+
+:func:`install` puts both in place of stomp.py's private ``BaseTransport`` methods, only on
+the stomp.py release line they were checked against, and only over stomp.py's own.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import stomp
+import stomp.exception
+import stomp.listener
+import stomp.transport
+import stomp.utils
+from stomp import log as stomp_log
+
+from brokersync.broker.stomp_headers import checked_release
+
+_BASE = stomp.transport.BaseTransport
+#: stomp.py's own methods (name-mangled private ones), kept for the fallback and the tests.
+STOMP_PY_READ = _BASE._BaseTransport__read  # type: ignore[attr-defined]
+STOMP_PY_READ_FRAMES = _BASE._BaseTransport__read_frames  # type: ignore[attr-defined]
+_CONTENT_LENGTH = _BASE._BaseTransport__content_length_re  # type: ignore[attr-defined]
+#: Where a transport keeps its listeners' message methods and the listeners they came from.
+_HANDLERS = "_brokersync_message_handlers"
+_NO_OP = {
+    "on_before_message": stomp.listener.ConnectionListener.on_before_message,
+    "on_message": stomp.listener.ConnectionListener.on_message,
+}
+
+
+def _frame_end(buffer: bytes, start: int, nul: int) -> int | None:
+    """Where the frame starting at ``start`` ends (its NUL, as stomp.py takes it), or None: wait for more bytes.
+
+    ``nul`` is the first NUL from ``start``. A header block (up to the first blank line) with a
+    ``content-length`` sets where the body ends instead, NULs included; such a frame waits
+    until the buffer holds more than its header block and body.
+    """
+    # PREAMBLE_END_RE's leftmost ``\n\n|\r\n\r\n`` in the frame, by two finds instead of the expression.
+    blank = buffer.find(b"\n\n", start, nul)
+    crlf = buffer.find(b"\r\n\r\n", start, nul if blank < 0 else blank)
+    if crlf >= 0:
+        preamble_end, body_start = crlf, crlf + 4
+    elif blank >= 0:
+        preamble_end, body_start = blank, blank + 2
+    else:
+        return nul
+    named = buffer.find(b"content-length", start, preamble_end)
+    if named < 0:
+        return nul  # most frames: the expression is not run at all
+    # Any match starts at a ``content-length``, so the search starts at the first one; ``^``
+    # matches there as it does in the frame alone, unless that is the frame's very start.
+    if named > start:
+        content_length = _CONTENT_LENGTH.search(buffer, named, preamble_end)
+    else:
+        content_length = _CONTENT_LENGTH.search(buffer[start:preamble_end])
+    if content_length is None:
+        return nul
+    frame_size = body_start - start + int(content_length.group("value"))
+    if frame_size <= nul - start:
+        return nul
+    if frame_size < len(buffer) - start:
+        return start + frame_size  # the byte there is taken as the frame's NUL, unread, as stomp.py does
+    return None
+
+
+def _after_line_ends(buffer: bytes, pos: int, is_eol: Callable[[bytes], bool]) -> int:
+    """``pos`` moved past the line ends stomp.py skips after a frame."""
+    if is_eol is stomp.utils.is_eol_default:  # a line end is b"\n" alone
+        while buffer[pos : pos + 1] == b"\n":
+            pos += 1
+        return pos
+    while True:
+        if is_eol(buffer[pos : pos + 1]):
+            pos += 1
+        elif is_eol(buffer[pos : pos + 2]):
+            pos += 2
+        else:
+            return pos
+
+
+def split_frames(buffer: bytes, is_eol: Callable[[bytes], bool]) -> tuple[list[bytes], bytes]:
+    """The whole frames at the start of ``buffer`` and the bytes left over, as stomp.py's ``__read`` splits them."""
+    frames: list[bytes] = []
+    start = 0
+    while True:
+        nul = buffer.find(b"\x00", start)
+        if nul < 0:
+            break
+        end = _frame_end(buffer, start, nul)
+        if end is None:
+            break
+        frames.append(buffer[start:end])
+        start = _after_line_ends(buffer, end + 1, is_eol)
+    return frames, buffer[start:] if start else buffer
+
+
+def read(transport: Any) -> list[bytes]:
+    """``BaseTransport.__read``: the next frame(s) from the socket, read as stomp.py reads them, split once."""
+    is_eol = transport._BaseTransport__is_eol
+    chunks: list[bytes] = []
+    while transport.running:
+        try:
+            try:
+                chunk = transport.receive()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            except stomp.exception.InterruptedException:
+                stomp_log.debug("socket read interrupted, restarting")
+                continue
+        except Exception:
+            stomp_log.debug("socket read error", exc_info=stomp_log.verbose)
+            chunk = b""
+        if chunk is None or len(chunk) == 0:
+            if not transport.blocking:
+                break  # a TLS socket's recv can return None while the connection is open
+            stomp_log.debug("nothing received, raising ConnectionClosedException")
+            raise stomp.exception.ConnectionClosedException()
+        if is_eol(chunk) and not transport._BaseTransport__recvbuf and not chunks:
+            return [chunk]  # an end of line to an empty buffer: a heart-beat
+        chunks.append(chunk)
+        if b"\x00" in chunk:
+            break
+    if chunks:
+        buffered = transport._BaseTransport__recvbuf
+        transport._BaseTransport__recvbuf = b"".join([buffered, *chunks]) if buffered or len(chunks) > 1 else chunks[0]
+    if not transport._BaseTransport__recvbuf or not transport.running:
+        return []
+    frames, transport._BaseTransport__recvbuf = split_frames(transport._BaseTransport__recvbuf, is_eol)
+    return frames
+
+
+def _message_handlers(transport: Any) -> list[Callable[[stomp.utils.Frame], object]]:
+    """The listeners' ``on_before_message`` methods, then their ``on_message`` ones, as stomp.py calls them.
+
+    Worked out again only when the transport's listeners are not the ones they were worked out
+    from: a read at 1,000 msg/s often brings a single frame.
+    """
+    with transport._BaseTransport__listeners_change_condition:
+        cached = transport.__dict__.get(_HANDLERS)
+        if cached is not None and cached[0] == transport.listeners:
+            return cached[1]
+        listeners = dict(transport.listeners)
+    handlers = []
+    for name in ("on_before_message", "on_message"):
+        for _, listener in sorted(listeners.items()):
+            method = getattr(listener, name, None)
+            if method is not None and getattr(method, "__func__", None) is not _NO_OP[name]:
+                handlers.append(method)
+    transport.__dict__[_HANDLERS] = (listeners, handlers)
+    return handlers
+
+
+def _stomp_py_dispatch(transport: Any) -> bool:
+    """Whether this transport hands frames over as stomp.py's own ``process_frame`` and ``notify`` do."""
+    kind = type(transport)
+    return kind.process_frame is _BASE.process_frame and kind.notify is _BASE.notify
+
+
+def read_frames(transport: Any) -> None:
+    """``BaseTransport.__read_frames``: parse what one read brought and hand each frame to the listeners."""
+    frames = transport._BaseTransport__read()
+    if not frames:
+        return
+    is_eol = transport._BaseTransport__is_eol
+    parse_frame = stomp.transport.parse_frame  # looked up here: brokersync.broker.stomp_frames replaces it
+    auto_decode = transport._BaseTransport__auto_decode
+    direct = _stomp_py_dispatch(transport) and not stomp_log.isEnabledFor(stomp_log.DEBUG)
+    handlers: list[Callable[[stomp.utils.Frame], object]] | None = None
+    for raw in frames:
+        frame = stomp.utils.HEARTBEAT_FRAME if is_eol(raw) else parse_frame(raw)
+        if frame is None:
+            continue
+        if auto_decode:
+            frame.body = stomp.utils.decode(frame.body)
+        if direct and frame.cmd.lower() == "message":
+            if handlers is None:
+                handlers = _message_handlers(transport)
+            for handler in handlers:
+                handler(frame)
+        else:
+            transport.process_frame(frame, raw)
+
+
+def install() -> bool:
+    """Use :func:`read` and :func:`read_frames` in stomp.py's transport; whether they are in place."""
+    if _BASE._BaseTransport__read is read and _BASE._BaseTransport__read_frames is read_frames:  # type: ignore[attr-defined]
+        return True
+    if (
+        not checked_release()
+        or _BASE._BaseTransport__read is not STOMP_PY_READ  # type: ignore[attr-defined]
+        or _BASE._BaseTransport__read_frames is not STOMP_PY_READ_FRAMES  # type: ignore[attr-defined]
+    ):
+        return False
+    _BASE._BaseTransport__read = read  # type: ignore[attr-defined]
+    _BASE._BaseTransport__read_frames = read_frames  # type: ignore[attr-defined]
+    return True

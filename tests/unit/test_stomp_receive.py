@@ -1,0 +1,197 @@
+"""The receive loop installed into stomp.py hands the listeners exactly what stomp.py's own hands them."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+
+import pytest
+import stomp
+import stomp.transport
+from hypothesis import given
+from hypothesis import strategies as st
+
+import brokersync.broker.stomp  # noqa: F401  (installs the loop, as every connection's module does)
+from brokersync.broker import stomp_receive
+from brokersync.broker.stomp_receive import STOMP_PY_READ, STOMP_PY_READ_FRAMES, read, read_frames
+from tests.unit.capture.advisories import advisory_frame
+
+_BASE = stomp.transport.BaseTransport
+
+#: Bytes rich in what frame splitting treats specially: NULs, line ends, blank lines, content lengths.
+_PIECES = [
+    b"\x00",
+    b"\n",
+    b"\r\n",
+    b"\n\n",
+    b"\r\n\r\n",
+    b"MESSAGE\n",
+    b"RECEIPT\nreceipt-id:r1\n\n\x00",
+    b"content-length:",
+    b"content-length:3",
+    b"\ncontent-length:0\n",
+    b"\ncontent-length: 5\n",
+    b"x-content-length:2\n",
+    b"ack:ID\\c1\n",
+    b"1",
+    b"7",
+    b"body",
+    b"\xc3\xa9",
+]
+_STREAMS = st.one_of(st.lists(st.sampled_from(_PIECES), max_size=40).map(b"".join), st.binary(max_size=120))
+
+
+class _Recorder(stomp.ConnectionListener):
+    """Records every call stomp.py's hand-off makes, in order, into a log shared with other recorders."""
+
+    def __init__(self, name: str, log: list[tuple[object, ...]]) -> None:
+        self.name, self.log = name, log
+
+    def on_before_message(self, frame: stomp.utils.Frame) -> None:
+        self.log.append((self.name, "before", frame.cmd, frame.headers, frame.body))
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.log.append((self.name, "message", frame.cmd, frame.headers, frame.body))
+
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
+        self.log.append((self.name, "receipt", frame.headers))
+
+    def on_error(self, frame: stomp.utils.Frame) -> None:
+        self.log.append((self.name, "error", frame.headers, frame.body))
+
+    def on_connected(self, frame: stomp.utils.Frame) -> None:
+        self.log.append((self.name, "connected", frame.headers))
+
+    def on_heartbeat(self) -> None:
+        self.log.append((self.name, "heartbeat"))
+
+
+class _OnlyMessages:
+    """A listener without stomp.py's base class: only the one method."""
+
+    def __init__(self, log: list[tuple[object, ...]]) -> None:
+        self.log = log
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.log.append(("plain", "message", frame.body))
+
+
+def _transport(chunks: list[bytes], log: list[tuple[object, ...]]) -> stomp.transport.Transport:
+    transport = stomp.transport.Transport([("127.0.0.1", 1)])
+    for name in ("b", "a"):  # added out of order: stomp.py hands frames over by listener name
+        transport.set_listener(name, _Recorder(name, log))
+    transport.set_listener("c", _OnlyMessages(log))
+    transport.running = True
+    transport.blocking = False  # an exhausted stream reads as nothing yet, not as a closed socket
+    source: Iterator[bytes] = iter(chunks)
+    transport.receive = lambda: next(source, b"")  # type: ignore[method-assign]
+    return transport
+
+
+def _drive(
+    chunks: list[bytes], read_fn: Callable[..., object], read_frames_fn: Callable[..., object], monkeypatch
+) -> tuple[list[tuple[object, ...]], bytes]:
+    """Every listener call and the bytes left unread, after reading ``chunks`` with the given loop."""
+    monkeypatch.setattr(_BASE, "_BaseTransport__read", read_fn)
+    log: list[tuple[object, ...]] = []
+    transport = _transport(chunks, log)
+    for _ in range(len(chunks) + 1):
+        read_frames_fn(transport)
+    return log, transport._BaseTransport__recvbuf
+
+
+def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    return [stream[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+@given(stream=_STREAMS, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8))
+def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over(stream, cuts) -> None:
+    chunks = _chunked(stream, cuts)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        theirs = _drive(chunks, STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch)
+        ours = _drive(chunks, read, read_frames, monkeypatch)
+
+    assert ours == theirs
+
+
+def _wire(index: int) -> bytes:
+    headers, body = advisory_frame()
+    data = body.encode()
+    headers = {**headers, "ack": f"ID\\c{index}", "content-length": str(len(data))}
+    return ("MESSAGE\n" + "".join(f"{k}:{v}\n" for k, v in headers.items()) + "\n").encode() + data + b"\x00\n"
+
+
+def test_advisories_sixteen_kilobytes_at_a_time_arrive_whole_and_in_order(monkeypatch) -> None:
+    stream = b"".join(_wire(i) for i in range(100))
+    chunks = [stream[i : i + 16384] for i in range(0, len(stream), 16384)]
+
+    log, rest = _drive(chunks, read, read_frames, monkeypatch)
+
+    messages = [entry for entry in log if entry[:2] == ("a", "message")]
+    assert [entry[3]["ack"] for entry in messages] == [f"ID:{i}" for i in range(100)]
+    assert rest == b""
+
+
+def test_a_body_holding_nuls_is_cut_by_its_content_length(monkeypatch) -> None:
+    stream = b"MESSAGE\ncontent-length:5\n\na\x00b\x00c\x00MESSAGE\n\nnext\x00"
+
+    log, _ = _drive([stream], read, read_frames, monkeypatch)
+
+    assert [entry[4] for entry in log if entry[:2] == ("a", "message")] == ["a\x00b\x00c", "next"]
+
+
+def test_a_frame_waits_for_the_rest_of_its_content_length(monkeypatch) -> None:
+    stream = b"MESSAGE\ncontent-length:5\n\na\x00b\x00c\x00"
+    log, rest = _drive([stream[:20]], read, read_frames, monkeypatch)
+
+    assert log == []
+    assert rest == stream[:20]
+
+
+def test_a_lone_line_end_is_a_heart_beat(monkeypatch) -> None:
+    log, _ = _drive([b"\n"], read, read_frames, monkeypatch)
+
+    assert ("a", "heartbeat") in log
+
+
+def test_a_listener_added_between_reads_gets_the_next_read_s_messages(monkeypatch) -> None:
+    log: list[tuple[object, ...]] = []
+    transport = _transport([_wire(1), _wire(2)], log)
+    read_frames(transport)
+    transport.set_listener("d", _Recorder("d", log))
+
+    read_frames(transport)
+
+    assert [(entry[0], entry[3]["ack"]) for entry in log if entry[1] == "message" and entry[0] in "ad"] == [
+        ("a", "ID:1"),
+        ("a", "ID:2"),
+        ("d", "ID:2"),
+    ]
+
+
+def test_with_debug_logging_on_every_frame_goes_through_stomp_py_s_own_hand_off(monkeypatch, caplog) -> None:
+    log: list[tuple[object, ...]] = []
+    transport = _transport([_wire(1)], log)
+
+    with caplog.at_level(logging.DEBUG, logger="stomp.py"):
+        read_frames(transport)
+
+    assert any("received frame" in record.getMessage() for record in caplog.records)
+    calls = [entry[:2] for entry in log]
+    assert calls == [("a", "before"), ("b", "before"), ("a", "message"), ("b", "message"), ("plain", "message")]
+
+
+def test_importing_the_connection_module_puts_it_in_stomp_py_s_transport() -> None:
+    assert _BASE._BaseTransport__read is read
+    assert _BASE._BaseTransport__read_frames is read_frames
+
+
+def test_a_stomp_py_release_it_was_not_checked_against_is_left_alone(monkeypatch) -> None:
+    monkeypatch.setattr(_BASE, "_BaseTransport__read", STOMP_PY_READ)
+    monkeypatch.setattr(_BASE, "_BaseTransport__read_frames", STOMP_PY_READ_FRAMES)
+    monkeypatch.setattr(stomp, "__version__", "10.0.0")
+
+    assert stomp_receive.install() is False
+    assert _BASE._BaseTransport__read is STOMP_PY_READ
