@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import stomp
+import stomp.exception
 import stomp.transport
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,27 +78,39 @@ class _OnlyMessages:
         self.log.append(("plain", "message", frame.body))
 
 
-def _transport(chunks: list[bytes], log: list[tuple[object, ...]]) -> stomp.transport.Transport:
+def _transport(
+    chunks: list[bytes], log: list[tuple[object, ...]], *, blocking: bool = False
+) -> stomp.transport.Transport:
+    """A transport reading ``chunks``; once they run out, a plain (``blocking``) socket reads as closed."""
     transport = stomp.transport.Transport([("127.0.0.1", 1)])
     for name in ("b", "a"):  # added out of order: stomp.py hands frames over by listener name
         transport.set_listener(name, _Recorder(name, log))
     transport.set_listener("c", _OnlyMessages(log))
     transport.running = True
-    transport.blocking = False  # an exhausted stream reads as nothing yet, not as a closed socket
+    transport.blocking = blocking
     source: Iterator[bytes] = iter(chunks)
     transport.receive = lambda: next(source, b"")  # type: ignore[method-assign]
     return transport
 
 
 def _drive(
-    chunks: list[bytes], read_fn: Callable[..., object], read_frames_fn: Callable[..., object], monkeypatch
+    chunks: list[bytes],
+    read_fn: Callable[..., object],
+    read_frames_fn: Callable[..., object],
+    monkeypatch,
+    *,
+    blocking: bool = False,
 ) -> tuple[list[tuple[object, ...]], bytes]:
-    """Every listener call and the bytes left unread, after reading ``chunks`` with the given loop."""
+    """Every listener call (and a closed connection) and the bytes left unread, after reading ``chunks``."""
     monkeypatch.setattr(_BASE, "_BaseTransport__read", read_fn)
     log: list[tuple[object, ...]] = []
-    transport = _transport(chunks, log)
+    transport = _transport(chunks, log, blocking=blocking)
     for _ in range(len(chunks) + 1):
-        read_frames_fn(transport)
+        try:
+            read_frames_fn(transport)
+        except stomp.exception.ConnectionClosedException:
+            log.append(("closed",))
+            break
     return log, transport._BaseTransport__recvbuf
 
 
@@ -106,12 +119,16 @@ def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     return [stream[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
-@given(stream=_STREAMS, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8))
-def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over(stream, cuts) -> None:
+@given(
+    stream=_STREAMS,
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+    blocking=st.booleans(),
+)
+def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over(stream, cuts, blocking) -> None:
     chunks = _chunked(stream, cuts)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        theirs = _drive(chunks, STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch)
-        ours = _drive(chunks, read, read_frames, monkeypatch)
+        theirs = _drive(chunks, STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch, blocking=blocking)
+        ours = _drive(chunks, read, read_frames, monkeypatch, blocking=blocking)
 
     assert ours == theirs
 
