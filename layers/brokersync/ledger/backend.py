@@ -61,6 +61,15 @@ class Marks:
         """Every element marked, purged or missing alike: what the marks item's size counts."""
         return KeySets(self.purged.ulids | self.missing.ulids, self.purged.message_ids | self.missing.message_ids)
 
+    def union(self, other: Marks) -> Marks:
+        """A new marks value holding both: what an item holds after both were ADDed (sets only grow)."""
+        return Marks(
+            purged=KeySets(self.purged.ulids | other.purged.ulids, self.purged.message_ids | other.purged.message_ids),
+            missing=KeySets(
+                self.missing.ulids | other.missing.ulids, self.missing.message_ids | other.missing.message_ids
+            ),
+        )
+
 
 @dataclass
 class AuditRecord:
@@ -146,16 +155,21 @@ class TableBackend(ABC):
     def marks(self, queue: str, refs: Sequence[ItemRef]) -> dict[ItemRef, Marks]: ...
 
     def captured_and_marks(
-        self, queue: str, refs: Sequence[ItemRef], *, captured_refs: Sequence[ItemRef] | None = None
+        self,
+        queue: str,
+        refs: Sequence[ItemRef],
+        *,
+        captured_refs: Sequence[ItemRef] | None = None,
+        marks_refs: Sequence[ItemRef] | None = None,
     ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
-        """The marks item of every ref, and the capture item of every ref in ``captured_refs``
-        (all of ``refs`` when not given: the purge leaves out those it holds already).
+        """The capture item of every ref in ``captured_refs`` and the marks item of every ref in
+        ``marks_refs`` (all of ``refs`` when not given: the purge leaves out those it holds already).
 
         The purge reads them for a whole page of work pointers at once: the DynamoDB adapter
         does it in one BatchGetItem (per 100 keys), where a read per pointer and per item kind
         made the DynamoDB client a third of the purge's CPU."""
         wanted = refs if captured_refs is None else captured_refs
-        return self.captured(queue, wanted), self.marks(queue, refs)
+        return self.captured(queue, wanted), self.marks(queue, refs if marks_refs is None else marks_refs)
 
     @abstractmethod
     def add_marks(self, queue: str, ref: ItemRef, marks: Marks, expires_at: int) -> int:

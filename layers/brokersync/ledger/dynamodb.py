@@ -202,9 +202,16 @@ class DynamoDBBackend(TableBackend, AuditBackend):
         return self._read(queue, [], refs)[1]
 
     def captured_and_marks(
-        self, queue: str, refs: Sequence[ItemRef], *, captured_refs: Sequence[ItemRef] | None = None
+        self,
+        queue: str,
+        refs: Sequence[ItemRef],
+        *,
+        captured_refs: Sequence[ItemRef] | None = None,
+        marks_refs: Sequence[ItemRef] | None = None,
     ) -> tuple[dict[ItemRef, KeySets], dict[ItemRef, Marks]]:
-        return self._read(queue, refs if captured_refs is None else captured_refs, refs)
+        return self._read(
+            queue, refs if captured_refs is None else captured_refs, refs if marks_refs is None else marks_refs
+        )
 
     def _read(
         self, queue: str, captured_refs: Sequence[ItemRef], marks_refs: Sequence[ItemRef]

@@ -45,6 +45,9 @@ DEFAULT_CONSUME_LAG = timedelta(minutes=15)
 #: Work pointers read per page, and pages read at most per ``pending`` call.
 POINTER_PAGE = 100
 MAX_POINTER_PAGES = 20
+#: How long a marks item this ledger wrote is trusted as held before it is read again (seconds):
+#: how late the purge sees marks another process added (:class:`HeldMarks`).
+MARKS_REREAD_S = 5.0
 #: Sort keys are 13-digit millisecond strings; later bounds are clamped to the largest one.
 _LAST_MS = 9_999_999_999_999
 
@@ -163,6 +166,74 @@ class HeldCaptures:
         self._kept[queue] = self._reading.pop(queue, {})
 
 
+class HeldMarks:
+    """Marks items this ledger writes, read again only every :data:`MARKS_REREAD_S`.
+
+    Why: the purge read the marks item of every live pointer's items each round, about three
+    marks elements per key it removed, and botocore decodes every one (decision 0036). The
+    purge writes those items itself, so what it holds of one is what it last read there plus
+    what it wrote since. Sets only grow, so that is never more than the item holds: an element
+    another process marked meanwhile can only look unresolved here until the next read, which
+    costs a removal that finds nothing, never a message left on DR or one removed unconsumed.
+
+    Only items this ledger wrote are held. A reader that writes no marks (a switchover's drain
+    waiting for the purge's marks) reads them every time, as before. A read that comes back
+    without a mark held here (``BatchGetItem`` is eventually consistent) does not drop it. Only
+    the items the last :meth:`Ledger.pending` call for a queue named are kept.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        #: Per queue and item: the marks known here, when the item was last read (None: never),
+        #: and whether this ledger wrote to it.
+        self._items: dict[str, dict[ItemRef, tuple[Marks, float | None, bool]]] = {}
+        self._named: dict[str, set[ItemRef]] = defaultdict(set)
+
+    def split(self, queue: str, refs: Sequence[ItemRef]) -> tuple[list[ItemRef], dict[ItemRef, Marks]]:
+        """The refs whose marks item must be read, in order, and the marks held for the others."""
+        self._named[queue].update(refs)
+        items = self._items.get(queue, {})
+        now = self.clock()
+        stale: list[ItemRef] = []
+        held: dict[ItemRef, Marks] = {}
+        for ref in refs:
+            marks, read_at, written = items.get(ref, (None, None, False))
+            if marks is not None and written and read_at is not None and 0 <= now - read_at < MARKS_REREAD_S:
+                held[ref] = marks
+            else:
+                stale.append(ref)
+        return stale, held
+
+    def read(self, queue: str, refs: Sequence[ItemRef], marks: Mapping[ItemRef, Marks]) -> dict[ItemRef, Marks]:
+        """``marks`` just read for ``refs``, each with what is known here of it added."""
+        items = self._items.setdefault(queue, {})
+        now = self.clock()
+        merged: dict[ItemRef, Marks] = {}
+        for ref in refs:
+            read = marks.get(ref, Marks())
+            known, _, written = items.get(ref, (None, None, False))
+            both = read if known is None else known.union(read)
+            items[ref] = (both, now, written)
+            merged[ref] = both
+        return merged
+
+    def wrote(self, queue: str, ref: ItemRef, marks: Marks) -> None:
+        """Hold what a write added to ``ref``'s marks item, on top of what its last read here found."""
+        items = self._items.setdefault(queue, {})
+        known, read_at, _ = items.get(ref, (None, None, False))
+        items[ref] = (marks.union(Marks()) if known is None else known.union(marks), read_at, True)
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self._items.values())
+
+    def keep_only_named(self, queue: str) -> None:
+        """Keep, of ``queue``'s items, only those named since the last call of this."""
+        named = self._named.pop(queue, set())
+        items = self._items.get(queue)
+        if items is not None:
+            self._items[queue] = {ref: entry for ref, entry in items.items() if ref in named}
+
+
 def _merged(spans: Iterator[tuple[int, int]] | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Inclusive bucket ranges merged where they overlap: each bucket of their union in exactly one."""
     merged: list[tuple[int, int]] = []
@@ -221,6 +292,7 @@ class Ledger(LedgerStore):
         self.clock = clock
         self._decoded = DecodedElements()
         self._held = HeldCaptures()
+        self._held_marks = HeldMarks(clock)
 
     def _expires_at(self) -> int:
         return int(self.clock() + self.ttl.total_seconds())
@@ -289,6 +361,7 @@ class Ledger(LedgerStore):
             after = pointers[-1].sk
         self._decoded.keep_only_read(queue)
         self._held.keep_only_read(queue)
+        self._held_marks.keep_only_named(queue)
         ordered = sorted(found.items(), key=lambda item: (item[1], item[0][0], item[0][1] or ""))
         return [
             PendingKey(key, consumed_at, message_id, tuple(places[(key, message_id)]))
@@ -302,9 +375,12 @@ class Ledger(LedgerStore):
         if not refs:
             return {}, {}
         stale, held = self._held.split(queue, pointers)
-        captured, marks = self.backend.captured_and_marks(queue, refs, captured_refs=stale)
+        stale_marks, held_marks = self._held_marks.split(queue, refs)
+        if not stale and not stale_marks:
+            return held, held_marks
+        captured, marks = self.backend.captured_and_marks(queue, refs, captured_refs=stale, marks_refs=stale_marks)
         self._held.hold(queue, captured)
-        return {**held, **captured}, marks
+        return {**held, **captured}, {**held_marks, **self._held_marks.read(queue, stale_marks, marks)}
 
     def _collect(
         self,
@@ -345,6 +421,7 @@ class Ledger(LedgerStore):
             expires_at = self._expires_at()
             for ref, refused in unnameable.items():
                 self.backend.add_marks(queue, ref, refused, expires_at)
+                self._held_marks.wrote(queue, ref, refused)
             logger.error(
                 "%d ledger elements of %s name their message id ambiguously (prefix hash collision): "
                 "marked missing, never removed; the reconciliation reports them",
@@ -376,7 +453,10 @@ class Ledger(LedgerStore):
                 else:
                     sets.message_ids.add(element)
         expires_at = self._expires_at()
-        units = sum(write_units(self.backend.add_marks(queue, ref, marks, expires_at)) for ref, marks in groups.items())
+        units = 0
+        for ref, marks in groups.items():
+            units += write_units(self.backend.add_marks(queue, ref, marks, expires_at))
+            self._held_marks.wrote(queue, ref, marks)
         return WriteReport(items=len(groups), write_units=float(units))
 
     def consumed_between(self, queue: str, start_ms: int, end_ms: int) -> list[str]:

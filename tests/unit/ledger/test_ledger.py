@@ -337,10 +337,14 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
     keys = _ulids(40)
     for index, key in enumerate(keys):
         ledger.record("ORDERS", [(key, T0 + index * 300)])  # 40 pointers over several buckets
-    reads = _capture_reads(ledger, monkeypatch)
+    calls: list[object] = []
+    original = ledger.backend.captured_and_marks
+    monkeypatch.setattr(
+        ledger.backend, "captured_and_marks", lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs)
+    )
 
     assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
-    assert len(reads) == 1
+    assert len(calls) == 1
 
 
 def _upgraded(keys: list[str], message_ids: list[str]) -> tuple[Ledger, Ledger]:
@@ -434,15 +438,21 @@ def test_a_pointer_whose_item_holds_only_an_earlier_write_stays_and_its_keys_are
 
 
 def _capture_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[list[object]]:
-    """The capture items each ``pending`` call asks the backend for."""
+    """The capture items each ``pending`` call asks the backend for (none when it asks for nothing)."""
     asked: list[list[object]] = []
-    original = ledger.backend.captured_and_marks
+    original_read = ledger.backend.captured_and_marks
+    original_pending = ledger.pending
+
+    def pending(*args: object, **kwargs: object) -> object:
+        asked.append([])
+        return original_pending(*args, **kwargs)  # type: ignore[arg-type]
 
     def spied(queue: str, refs: list[object], **kwargs: object) -> object:
         wanted = kwargs.get("captured_refs")
-        asked.append(list(refs if wanted is None else wanted))  # type: ignore[call-overload]
-        return original(queue, refs, **kwargs)  # type: ignore[arg-type]
+        asked[-1].extend(refs if wanted is None else wanted)  # type: ignore[arg-type]
+        return original_read(queue, refs, **kwargs)  # type: ignore[arg-type]
 
+    monkeypatch.setattr(ledger, "pending", pending)
     monkeypatch.setattr(ledger.backend, "captured_and_marks", spied)
     return asked
 
