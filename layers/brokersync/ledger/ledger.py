@@ -123,9 +123,8 @@ class HeldCaptures:
     reads (decision 0034). A capture item's sets only grow, and a pointer counts the elements
     its write left (decision 0021). An item read with at least that many elements was read
     after that write, because a write that added anything left more elements than were there
-    before it; so it holds the write. Marks items are read every time: other processes write
-    them too. Like :class:`DecodedElements`, only the items the last call for each queue
-    named are kept.
+    before it; so it holds the write. Marks items are held apart, by :class:`HeldMarks`. Like
+    :class:`DecodedElements`, only the items the last call for each queue named are kept.
     """
 
     def __init__(self) -> None:
