@@ -10,7 +10,7 @@ from ulid import ULID
 from brokersync.ledger import Ledger, memory_ledger
 from brokersync.ledger.backend import ItemRef, KeySets, Marks
 from brokersync.ledger.ledger import MARKS_REREAD_S, HeldMarks
-from tests.unit.ledger.conftest import NOW, Clock
+from tests.unit.ledger.conftest import NOW, Clock, spy_backend_reads
 
 T0 = int(NOW * 1000)
 
@@ -23,32 +23,18 @@ def _record(ledger: Ledger, keys: list[str]) -> None:
     ledger.record("ORDERS", [(key, T0 + i) for i, key in enumerate(keys)])
 
 
-def _marks_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every marks item the backend is asked for."""
-    asked: list[object] = []
-    original = ledger.backend.captured_and_marks
-
-    def spied(queue: str, refs: list[ItemRef], **kwargs: object) -> object:
-        wanted = kwargs.get("marks_refs")
-        asked.extend(refs if wanted is None else wanted)  # type: ignore[arg-type]
-        return original(queue, refs, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ledger.backend, "captured_and_marks", spied)
-    return asked
-
-
 def test_a_marks_item_this_ledger_wrote_is_not_read_again_within_the_reread_interval(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keys = _keys(20)
     _record(ledger, keys)
     ledger.mark_purged("ORDERS", ledger.pending("ORDERS")[:5])
-    asked = _marks_reads(ledger, monkeypatch)
+    reads = spy_backend_reads(ledger, monkeypatch, "marks_refs")
 
     left = ledger.pending("ORDERS")
 
     assert sorted(p.key for p in left) == sorted(keys[5:])
-    assert asked == []
+    assert reads.refs == [[]]  # one pending call, no marks item read
 
 
 def test_marks_another_process_adds_are_seen_once_the_reread_interval_has_passed(ledger: Ledger, clock: Clock) -> None:

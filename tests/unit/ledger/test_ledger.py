@@ -25,7 +25,7 @@ from brokersync.ledger import (
 from brokersync.ledger.ledger import LEGACY_SHARDS
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH
-from tests.unit.ledger.conftest import NOW, Clock
+from tests.unit.ledger.conftest import NOW, Clock, spy_backend_reads
 
 T0 = int(NOW * 1000)
 MESSAGE_ID = "ID:ip-10-0-1-23.ec2.internal-38123-1795340000000-3:1:1:1:{}"
@@ -337,14 +337,10 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
     keys = _ulids(40)
     for index, key in enumerate(keys):
         ledger.record("ORDERS", [(key, T0 + index * 300)])  # 40 pointers over several buckets
-    calls: list[object] = []
-    original = ledger.backend.captured_and_marks
-    monkeypatch.setattr(
-        ledger.backend, "captured_and_marks", lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs)
-    )
+    reads = spy_backend_reads(ledger, monkeypatch, "captured_refs")
 
     assert [p.key for p in ledger.pending("ORDERS", limit=1000)] == keys
-    assert len(calls) == 1
+    assert reads.calls == 1
 
 
 def _upgraded(keys: list[str], message_ids: list[str]) -> tuple[Ledger, Ledger]:
@@ -437,32 +433,12 @@ def test_a_pointer_whose_item_holds_only_an_earlier_write_stays_and_its_keys_are
     assert sorted(p.key for p in ledger.pending("ORDERS")) == sorted(second)
 
 
-def _capture_reads(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> list[list[object]]:
-    """The capture items each ``pending`` call asks the backend for (none when it asks for nothing)."""
-    asked: list[list[object]] = []
-    original_read = ledger.backend.captured_and_marks
-    original_pending = ledger.pending
-
-    def pending(*args: object, **kwargs: object) -> object:
-        asked.append([])
-        return original_pending(*args, **kwargs)  # type: ignore[arg-type]
-
-    def spied(queue: str, refs: list[object], **kwargs: object) -> object:
-        wanted = kwargs.get("captured_refs")
-        asked[-1].extend(refs if wanted is None else wanted)  # type: ignore[arg-type]
-        return original_read(queue, refs, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ledger, "pending", pending)
-    monkeypatch.setattr(ledger.backend, "captured_and_marks", spied)
-    return asked
-
-
 def test_a_capture_item_already_read_is_not_read_again_while_no_pointer_names_a_later_write(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keys = _ulids(20)
     ledger.record("ORDERS", _entries(keys))
-    asked = _capture_reads(ledger, monkeypatch)
+    asked = spy_backend_reads(ledger, monkeypatch, "captured_refs").refs
     first = ledger.pending("ORDERS")
     ledger.mark_purged("ORDERS", first[:5])
 
@@ -478,7 +454,7 @@ def test_a_later_write_to_an_item_already_read_is_read_and_its_keys_are_pending(
 ) -> None:
     first, second = _ulids(10), _ulids(10)
     ledger.record("ORDERS", _entries(first))
-    asked = _capture_reads(ledger, monkeypatch)
+    asked = spy_backend_reads(ledger, monkeypatch, "captured_refs").refs
     ledger.pending("ORDERS")
     ledger.record("ORDERS", _entries(second, start_ms=T0 + 20))  # the same 250 ms item
 
