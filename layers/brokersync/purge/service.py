@@ -60,7 +60,9 @@ class PurgeSettings:
     #: A pending key younger than this (by consume time) is never given up on; an older one
     #: is, once the copy path shows its copy can no longer arrive and a browse of DR finds none.
     missing_after: timedelta = timedelta(minutes=10)
-    #: Pause between rounds when a round found nothing to do.
+    #: Pause between rounds when a round found nothing to do, and in the loop after a round that
+    #: removed all it found: the next keys come with the relay's next write (every 0.25 s), so a
+    #: round at once would read the ledger only to find nothing (decision 0037).
     idle_sleep_s: float = 0.2
     #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
     #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
@@ -86,6 +88,13 @@ class QueueReport:
     oldest_pending_age_ms: int | None = None
     #: Pending keys this round left for a later one, to fill a selector (``hold_partial_s``).
     held: int = 0
+    #: The round read as many keys as it may take: more may wait in the ledger behind them.
+    filled_batch: bool = False
+
+    @property
+    def caught_up(self) -> bool:
+        """Nothing this round read is left: not pending, not held, and no more read than it could take."""
+        return self.pending == 0 and self.held == 0 and not self.filled_batch
 
 
 @dataclass
@@ -225,6 +234,7 @@ class PurgeService:
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline and not (stop and stop.is_set()):
             progress = held = 0
+            caught_up = True
             hold = not stop_when_stalled and deadline - time.monotonic() > HOLD_NEEDS_S
             if self.late_copies is not None and self.late_copies.due():
                 progress += self.late_copies.sweep(
@@ -239,13 +249,17 @@ class PurgeService:
                 summary.oldest_pending_age_ms = result.oldest_pending_age_ms
                 progress += result.purged + result.missing
                 held += result.held
+                caught_up = caught_up and result.caught_up
             report.rounds += 1
             if progress == 0 and held:
                 # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
                 _pause(min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6), stop)
-            elif progress == 0:
+            elif progress == 0 or (caught_up and not (stop_when_idle or stop_when_stalled)):
+                # A round that removed all it found is as idle as one that found nothing: until the
+                # relay writes again, a round at once would read the ledger only to find nothing
+                # (decision 0037). A drain or a catch-up looks again at once: it waits on the answer.
                 self.emit_depths()
-                if (stop_when_idle and report.pending == 0) or stop_when_stalled:
+                if progress == 0 and ((stop_when_idle and report.pending == 0) or stop_when_stalled):
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
         return report
@@ -258,7 +272,9 @@ class PurgeService:
         """
         result = QueueReport()
         waiting = self._waiting.setdefault(queue, {})
-        pending = self.ledger.pending(queue, limit=self.settings.batch_keys + len(waiting))
+        limit = self.settings.batch_keys + len(waiting)
+        pending = self.ledger.pending(queue, limit=limit)
+        result.filled_batch = len(pending) >= limit
         if not pending:
             waiting.clear()
             self.metrics.add_metric("PendingPurge", "Count", 0)

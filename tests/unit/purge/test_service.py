@@ -614,3 +614,78 @@ def test_holding_is_on_by_default(topology_path: Path) -> None:
     result = service.purge_queue("ORDERS", hold=True)
 
     assert (result.purged, result.held) == (0, 30)
+
+
+def _rounds_started(service: PurgeService, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each round began reading ORDERS from the ledger (``time.monotonic()``)."""
+    started: list[float] = []
+    original = service.ledger.pending
+
+    def pending(queue: str, *args: object, **kwargs: object) -> object:
+        if queue == "ORDERS":
+            started.append(time.monotonic())
+        return original(queue, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service.ledger, "pending", pending)
+    return started
+
+
+def test_the_loop_pauses_after_a_round_that_removed_all_it_found(
+    topology_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next keys come with the relay's next write: a round at once would only find nothing."""
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=0.3)
+    started = _rounds_started(service, monkeypatch)
+
+    report = service.run(max_seconds=0.45)
+
+    assert report.purged == 30
+    assert len(started) == 2
+    assert started[1] - started[0] >= 0.3
+
+
+def test_rounds_that_read_a_full_batch_follow_each_other_at_once(
+    topology_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog: more keys wait behind the batch just removed."""
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=0.3, batch_keys=10)
+    started = _rounds_started(service, monkeypatch)
+
+    report = service.run(max_seconds=0.25)
+
+    assert report.purged == 30
+    assert started[3] - started[0] < 0.25  # three full batches, then the round that found the ledger empty
+
+
+def test_a_round_that_left_keys_pending_is_followed_by_another_at_once(
+    topology_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    consumed = _consumed(30)
+    dr = FakeDR({c.message_id for c in consumed[:20]})  # ten copies not on DR yet
+    service, ledger = _service(topology_path, dr, hold_partial_s=0, idle_sleep_s=0.3)
+    ledger.record("ORDERS", consumed)
+    started = _rounds_started(service, monkeypatch)
+
+    service.run(max_seconds=0.25)
+
+    assert started[1] - started[0] < 0.25
+
+
+def test_a_drain_waiting_for_the_purge_is_not_slowed_by_the_pause(topology_path: Path) -> None:
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=2.0)
+    began = time.monotonic()
+
+    report = service.run(max_seconds=5, stop_when_idle=True)
+
+    assert (report.purged, report.pending) == (30, 0)
+    assert time.monotonic() - began < 1.0
+
+
+def test_a_catch_up_is_not_slowed_by_the_pause(topology_path: Path) -> None:
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=2.0)
+    began = time.monotonic()
+
+    report = service.run(max_seconds=5, stop_when_stalled=True)
+
+    assert report.purged == 30
+    assert time.monotonic() - began < 1.0
