@@ -60,9 +60,10 @@ class PurgeSettings:
     #: A pending key younger than this (by consume time) is never given up on; an older one
     #: is, once the copy path shows its copy can no longer arrive and a browse of DR finds none.
     missing_after: timedelta = timedelta(minutes=10)
-    #: Pause between rounds when a round found nothing to do, and in the loop after a round that
-    #: removed all it found: the next keys come with the relay's next write (every 0.25 s), so a
-    #: round at once would read the ledger only to find nothing (decision 0037).
+    #: Pause between rounds when a round found nothing to do. In the loop, also the least time
+    #: from the start of a round that removed all it found to the start of the next: the next
+    #: keys come with the relay's next write (every 0.25 s), so a round at once would read the
+    #: ledger only to find nothing (decision 0037).
     idle_sleep_s: float = 0.2
     #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
     #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
@@ -235,6 +236,7 @@ class PurgeService:
         while time.monotonic() < deadline and not (stop and stop.is_set()):
             progress = held = 0
             caught_up = True
+            round_began = time.monotonic()
             hold = not stop_when_stalled and deadline - time.monotonic() > HOLD_NEEDS_S
             if self.late_copies is not None and self.late_copies.due():
                 progress += self.late_copies.sweep(
@@ -254,14 +256,20 @@ class PurgeService:
             if progress == 0 and held:
                 # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
                 _pause(min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6), stop)
-            elif progress == 0 or (caught_up and not (stop_when_idle or stop_when_stalled)):
-                # A round that removed all it found is as idle as one that found nothing: until the
-                # relay writes again, a round at once would read the ledger only to find nothing
-                # (decision 0037). A drain or a catch-up looks again at once: it waits on the answer.
+            elif progress == 0:
                 self.emit_depths()
-                if progress == 0 and ((stop_when_idle and report.pending == 0) or stop_when_stalled):
+                if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
+            elif caught_up and not (stop_when_idle or stop_when_stalled):
+                # Everything found was removed: until the relay writes again, a round at once would
+                # read the ledger only to find nothing (decision 0037). The next round starts
+                # ``idle_sleep_s`` after this one started, so keys written during a long round (a
+                # deep backlog) wait no longer than before. A drain or a catch-up goes on at once:
+                # it waits on the answer.
+                self.emit_depths()
+                next_round = min(round_began + self.settings.idle_sleep_s, deadline)
+                _pause(max(0.0, next_round - time.monotonic()), stop)
         return report
 
     def purge_queue(self, queue: str, *, deadline: float | None = None, hold: bool = False) -> QueueReport:

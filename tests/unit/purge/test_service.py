@@ -644,6 +644,32 @@ def test_the_loop_pauses_after_a_round_that_removed_all_it_found(
     assert started[1] - started[0] >= 0.3
 
 
+@dataclass
+class SlowDR(FakeDR):
+    """A removal that takes ``seconds``: a DR broker dispatching behind a deep backlog."""
+
+    seconds: float = 0.0
+
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
+        time.sleep(self.seconds)
+        return super().remove(queue, keys, deadline=deadline)
+
+
+def test_after_a_round_longer_than_the_pause_the_next_starts_at_once(
+    topology_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys written during a long removal wait no longer for it: the pause counts from the round's start."""
+    consumed = _consumed(30)
+    dr = SlowDR({c.message_id for c in consumed}, seconds=0.4)
+    service, ledger = _service(topology_path, dr, hold_partial_s=0, idle_sleep_s=0.3)
+    ledger.record("ORDERS", consumed)
+    started = _rounds_started(service, monkeypatch)
+
+    service.run(max_seconds=0.6)
+
+    assert 0.4 <= started[1] - started[0] < 0.6
+
+
 def test_rounds_that_read_a_full_batch_follow_each_other_at_once(
     topology_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
