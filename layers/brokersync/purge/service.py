@@ -94,8 +94,11 @@ class QueueReport:
 
     @property
     def caught_up(self) -> bool:
-        """Nothing this round read is left: not pending, not held, and no more read than it could take."""
-        return self.pending == 0 and self.held == 0 and not self.filled_batch
+        """Nothing this round read is left to try now: pending keys are all held, and it read less than a batch.
+
+        Held keys wait for newer ones (``hold_partial_s``), which only the relay's next write brings.
+        """
+        return self.pending == self.held and not self.filled_batch
 
 
 @dataclass
@@ -262,8 +265,8 @@ class PurgeService:
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
             elif caught_up and not (stop_when_idle or stop_when_stalled):
-                # Everything found was removed: until the relay writes again, a round at once would
-                # read the ledger only to find nothing (decision 0037). The next round starts
+                # Everything found was removed, or held for newer keys: until the relay writes again,
+                # a round at once would read the ledger only to find nothing new (decision 0037). The next round starts
                 # ``idle_sleep_s`` after this one started, so keys written during a long round (a
                 # deep backlog) wait no longer than before. A drain or a catch-up goes on at once:
                 # it waits on the answer.

@@ -644,6 +644,20 @@ def test_the_loop_pauses_after_a_round_that_removed_all_it_found(
     assert started[1] - started[0] >= 0.3
 
 
+def test_the_loop_pauses_after_a_round_that_left_only_held_keys(
+    topology_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held keys wait for newer ones, and only the relay's next write brings them."""
+    consumed = _young_and_selectors_worth(20)
+    service, dr = _holding(topology_path, consumed, hold_partial_s=0.6, idle_sleep_s=0.3)
+    started = _rounds_started(service, monkeypatch)
+
+    service.run(max_seconds=1.4)  # a run holds nothing in its last second
+
+    assert 0 < len(dr.asked[0]) < len(consumed)  # a full selector sent, the rest held
+    assert started[1] - started[0] >= 0.3
+
+
 @dataclass
 class SlowDR(FakeDR):
     """A removal that takes ``seconds``: a DR broker dispatching behind a deep backlog."""
