@@ -120,7 +120,7 @@ class Collector(stomp.ConnectionListener):
 
 
 class CountingLedger:
-    """The ledger with its write units counted (by DynamoDB's rules, per request) and its reads."""
+    """The ledger with its write units counted (by DynamoDB's rules, per request) and its ``pending`` calls."""
 
     def __init__(self, inner: Any, write_units: Synchronized, reads: Synchronized) -> None:
         self.inner = inner
