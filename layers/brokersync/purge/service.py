@@ -61,9 +61,10 @@ class PurgeSettings:
     #: is, once the copy path shows its copy can no longer arrive and a browse of DR finds none.
     missing_after: timedelta = timedelta(minutes=10)
     #: Pause between rounds when a round found nothing to do. In the loop, also the least time
-    #: from the start of a round that removed all it found to the start of the next: the next
-    #: keys come with the relay's next write (every 0.25 s), so a round at once would read the
-    #: ledger only to find nothing (decision 0037).
+    #: from the start of a caught-up round (one that removed, gave up on or held every key it
+    #: read, and read less than a batch) to the start of the next: the next keys come with the
+    #: relay's next write (every 0.25 s), so a round at once would read the ledger only to find
+    #: nothing new (decision 0037).
     idle_sleep_s: float = 0.2
     #: A key not found on DR is tried again after this long; meanwhile newer keys get its place,
     #: so keys still on the bridge (or deep in a queue) never block the ones behind them.
@@ -265,11 +266,11 @@ class PurgeService:
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
             elif caught_up and not (stop_when_idle or stop_when_stalled):
-                # Everything found was removed, or held for newer keys: until the relay writes again,
-                # a round at once would read the ledger only to find nothing new (decision 0037). The next round starts
-                # ``idle_sleep_s`` after this one started, so keys written during a long round (a
-                # deep backlog) wait no longer than before. A drain or a catch-up goes on at once:
-                # it waits on the answer.
+                # Everything found was removed, or held for newer keys: until the relay writes
+                # again, a round at once would read the ledger only to find nothing new (decision
+                # 0037). The next round starts ``idle_sleep_s`` after this one started, so keys
+                # written during a long round (a deep backlog) wait no longer than before. A drain
+                # or a catch-up goes on at once: it waits on the answer.
                 self.emit_depths()
                 next_round = min(round_began + self.settings.idle_sleep_s, deadline)
                 _pause(max(0.0, next_round - time.monotonic()), stop)
