@@ -4,8 +4,9 @@ Where active-active queues exist the DR broker's BROKERSYNC.CONSUMED is drained 
 thread per broker (brokersync.sides): it holds the consumption of the queues consumed there,
 and the advisories of the purge's own removals, which are counted and dropped.
 
-Each invocation relays for BROKERSYNC_RELAY_MAX_SECONDS (below the function timeout), acks
-only what the ledger holds, and compares the primary's dequeue counters with what was
+Each invocation relays for BROKERSYNC_RELAY_MAX_SECONDS (below the function timeout), then
+goes on until the next minute's invocation consumes too (at most BROKERSYNC_RELAY_HAND_OVER_S),
+acks only what the ledger holds, and compares the primary's dequeue counters with what was
 captured so advisories lost in a broker restart are reported.
 """
 
@@ -23,7 +24,14 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.capture.audit import AuditFinding, CaptureAudit
 from brokersync.capture.relay import AdvisoryRelay, RelayReport
 from brokersync.capture.writer import LedgerWriter
-from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, ENV_RELAY_MAX_SECONDS, runtime_topology
+from brokersync.config import (
+    DEFAULT_RELAY_HAND_OVER_S,
+    DEFAULT_RELAY_MAX_SECONDS,
+    ENV_RELAY_HAND_OVER_S,
+    ENV_RELAY_MAX_SECONDS,
+    RELAY_WRAP_UP_S,
+    runtime_topology,
+)
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
 from brokersync.sides import Duty, run_each
@@ -37,6 +45,7 @@ LEDGER = ledger_from_env()
 #: record): the primary, and the DR broker too where active-active queues exist (brokersync.sides).
 GATE = RoleGate(role_store(), TOPOLOGY, "primary", role_region_from_env(), per_queue=True)
 MAX_SECONDS = float(os.environ.get(ENV_RELAY_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS))
+HAND_OVER_S = float(os.environ.get(ENV_RELAY_HAND_OVER_S, DEFAULT_RELAY_HAND_OVER_S))
 
 
 @logger.inject_lambda_context
@@ -51,6 +60,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         logger.info("relay on standby", reason=standing.reason, epoch=standing.epoch)
         return {"captured": 0, "standby": standing.reason, "epoch": standing.epoch}
     remaining = max(0.0, budget - (time.monotonic() - started))
+    # Waiting for the next invocation never reaches into the time the wrap-up needs.
+    hand_over = max(0.0, min(HAND_OVER_S, context.get_remaining_time_in_millis() / 1000 - remaining - RELAY_WRAP_UP_S))
 
     def relay_on(duty: Duty) -> tuple[RelayReport, list[AuditFinding]]:
         broker = broker_connector(duty.broker)  # after a failover the primary is the old DR broker
@@ -66,7 +77,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             passive=duty.passive,
             roles_hold=lambda: GATE.still_holds(standing),
         )
-        report = relay.run(max_seconds=remaining, stop=record_moved)
+        report = relay.run(max_seconds=remaining, stop=record_moved, hand_over_s=hand_over)
         return report, audit.check()
 
     with GATE.watch(standing) as record_moved:
@@ -78,6 +89,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "batches": sum(r.batches for r in reports),
         "writeUnits": sum(r.write_units for r in reports),
         "reconnects": sum(r.reconnects for r in reports),
+        "handOverSeconds": max((r.hand_over_s for r in reports), default=0.0),
+        "handedOver": all(r.handed_over for r in reports) if reports else False,
         "passiveDrained": sum(r.passive for r in reports),
         "passiveDeferred": sum(r.passive_deferred for r in reports),
         "lostAdvisories": sum(f.missing for _, findings in results for f in findings if f.final),

@@ -40,12 +40,22 @@ DEFAULT_TOPOLOGY_PARAMETER = "/brokersync/topology"
 DEFAULT_LEDGER_TABLE = "brokersync-ledger"
 #: The relay function's schedule (``rate(1 minute)`` in template.yaml): one invocation a period.
 RELAY_SCHEDULE_PERIOD_S = 60.0
-#: How long one relay invocation relays. Until the next minute's invocation starts no advisory
-#: is relayed, so this is the schedule's period less the wrap-up (the last batch, the capture
-#: audit): about 2 s without a relay, against 10 s at the 50 s it was. The function's timeout
-#: (90 s) is well above it, so a slow wrap-up is not killed mid-batch; it only makes the next
-#: minute's event wait for the reserved concurrency of 1, which Lambda retries within seconds.
+#: How long one relay invocation relays before it waits for the next one: the schedule's period
+#: less the wrap-up (the last batch, the capture audit). The function's timeout (90 s) is well
+#: above it, so a slow wrap-up is not killed mid-batch.
 DEFAULT_RELAY_MAX_SECONDS = 58.0
+#: After its time an invocation goes on relaying until the next minute's invocation consumes too,
+#: for at most this long (and never into the last ``RELAY_WRAP_UP_S`` of its timeout): so no
+#: advisory waits between two invocations, however late within this EventBridge delivers the
+#: next minute's event. The function's reserved concurrency is 2 for it (decision 0039). 0: off.
+ENV_RELAY_HAND_OVER_S = "BROKERSYNC_RELAY_HAND_OVER_S"
+DEFAULT_RELAY_HAND_OVER_S = 20.0
+#: Time a relay invocation keeps after relaying, for its last batch and the capture audit.
+RELAY_WRAP_UP_S = 10.0
+#: Seconds a scheduled relay invocation runs on average: its time, and about 3 s waiting for the
+#: next one to subscribe (the event comes at the minute, the subscription within a second or two,
+#: and the broker's consumer count is read once a second). What ``brokersync cost`` bills.
+RELAY_BILLED_SECONDS = DEFAULT_RELAY_MAX_SECONDS + 3.0
 #: How long one purge invocation purges before the loop's next iteration.
 ENV_PURGE_MAX_SECONDS = "BROKERSYNC_PURGE_MAX_SECONDS"
 DEFAULT_PURGE_MAX_SECONDS = 40.0

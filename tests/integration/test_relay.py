@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.records import ConsumedRecord
-from brokersync.capture.relay import AdvisoryRelay, RelaySettings
+from brokersync.capture.relay import AdvisoryRelay, RelayReport, RelaySettings
 from brokersync.capture.writer import LedgerWriter, RetryPolicy, WriteResult
 from brokersync.ledger import Ledger, LedgerUnavailableError
 from brokersync.metrics import RecordingMetrics
@@ -148,3 +149,74 @@ def test_a_table_that_stays_down_leaves_every_advisory_unacked_on_the_broker(
     wait_until(lambda: held() >= 30, 10, "every advisory back on the broker")
     time.sleep(0.5)  # and none taken away later (an ACK the relay sent on its way out)
     assert held() == 30
+
+
+def _run_in_thread(relay: AdvisoryRelay, **kwargs: float) -> tuple[threading.Thread, dict[str, object]]:
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        outcome["report"] = relay.run(**kwargs)  # type: ignore[arg-type]
+        outcome["ended_at"] = time.monotonic()
+
+    thread = threading.Thread(target=run, name="test-relay")
+    thread.start()
+    return thread, outcome
+
+
+def test_a_relay_past_its_time_relays_on_until_the_next_one_consumes_then_leaves(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    """No advisory waits between two scheduled invocations (decision 0039): what is consumed
+    after the first one's time, before the second subscribes, is relayed by the first."""
+    statistics = StatisticsClient(primary)
+    first, first_outcome = _run_in_thread(
+        _relay(topology, primary, ledger, statistics=statistics), max_seconds=1.0, hand_over_s=20.0
+    )
+    time.sleep(2.0)
+    between = _produce_and_consume(primary, "ORDERS", 30)
+    wait_until(lambda: len(ledger.consumed_between("ORDERS", 0, FOREVER)) == 30, timeout_s=10, what="the first relay")
+    assert first.is_alive(), "the first relay is still waiting for the next one"
+
+    second_started = time.monotonic()
+    second, second_outcome = _run_in_thread(_relay(topology, primary, ledger, statistics=statistics), max_seconds=6.0)
+    first.join(timeout=15)
+    after = _produce_and_consume(primary, "ORDERS", 30)
+    second.join(timeout=20)
+
+    report = first_outcome["report"]
+    assert isinstance(report, RelayReport)
+    assert report.handed_over and report.captured == 30
+    assert float(first_outcome["ended_at"]) - second_started < 5.0  # type: ignore[arg-type]
+    assert sorted(ledger.consumed_between("ORDERS", 0, FOREVER)) == sorted(between + after)
+    assert isinstance(second_outcome["report"], RelayReport)
+
+
+def test_a_relay_whose_successor_never_comes_leaves_at_its_bound_and_says_so(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    metrics = RecordingMetrics()
+    relay = _relay(topology, primary, ledger, statistics=StatisticsClient(primary), metrics=metrics)
+    started = time.monotonic()
+
+    report = relay.run(max_seconds=1.0, hand_over_s=3.0)
+
+    assert 3.5 <= time.monotonic() - started < 8.0
+    assert not report.handed_over and report.hand_over_s >= 3.0
+    assert metrics.total("RelayHandoverMissed") == 1
+
+
+def test_a_relay_stopped_while_handing_over_leaves_at_once_without_a_missed_hand_over(
+    topology: Topology, primary: StompConnector, ledger: Ledger
+) -> None:
+    """A transition's stop (the role record moved) ends the wait: the next one may never come."""
+    metrics = RecordingMetrics()
+    stop = threading.Event()
+    relay = _relay(topology, primary, ledger, statistics=StatisticsClient(primary), metrics=metrics)
+    threading.Timer(2.0, stop.set).start()
+    started = time.monotonic()
+
+    report = relay.run(max_seconds=1.0, stop=stop, hand_over_s=30.0)
+
+    assert time.monotonic() - started < 5.0
+    assert not report.handed_over
+    assert metrics.total("RelayHandoverMissed") == 0

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
+from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, RELAY_BILLED_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
@@ -53,7 +53,7 @@ class Usage:
     retention_days: float = 7.0  # the ledger's TTL
     message_bytes: float = 1024.0
     function_gb: float = 0.5
-    relay_seconds_per_minute: float = DEFAULT_RELAY_MAX_SECONDS  # on its 1-minute schedule
+    relay_seconds_per_minute: float = RELAY_BILLED_SECONDS  # on its 1-minute schedule, hand-over included
     purge_seconds_per_invocation: float = DEFAULT_PURGE_MAX_SECONDS  # looping through idle rounds
     transitions_per_purge_invocation: float = 2.0  # Purge task + EnoughIterations choice
     #: The health probe, every minute in both regions (brokersync.health): seconds per run.

@@ -115,7 +115,12 @@ def local_env_vars(
             "BROKERSYNC_BROKER_IDS": json.dumps(broker_ids or {}),
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         },
-        "RelayAdvisoriesFunction": {"BROKERSYNC_RELAY_MAX_SECONDS": LOCAL_LOOP_SECONDS},
+        # No hand-over locally: nothing here starts the next invocation while one runs (the relay
+        # workers run passes one after another), so a run would wait out its hand-over alone.
+        "RelayAdvisoriesFunction": {
+            "BROKERSYNC_RELAY_MAX_SECONDS": LOCAL_LOOP_SECONDS,
+            "BROKERSYNC_RELAY_HAND_OVER_S": "0",
+        },
         "PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": LOCAL_LOOP_SECONDS},
         "ExportConfigFunction": {"BROKERSYNC_CONFIG_BUCKET": CONFIG_BUCKET},
         "FailoverStepsFunction": {

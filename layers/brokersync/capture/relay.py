@@ -28,6 +28,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector, send_in_one_write
 from brokersync.capture.advisory import parse_consumed_advisory
 from brokersync.capture.audit import CaptureAudit
+from brokersync.capture.handover import Handover
 from brokersync.capture.records import ConsumedRecord, RejectedInputError, RejectReason
 from brokersync.capture.writer import LedgerWriter
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
@@ -81,10 +82,28 @@ class RelayReport:
     passive_deferred: int = 0
     #: Captured records that left the primary other than by consumption (expired, dead-lettered).
     departed: Counter[str] = field(default_factory=Counter)
+    #: How long the run went on after its time, waiting for the next run to consume too.
+    hand_over_s: float = 0.0
+    #: Whether it saw the next run consume before it left (False: no hand-over, or none seen).
+    handed_over: bool = False
 
     @property
     def parked_total(self) -> int:
         return sum(self.parked.values())
+
+
+def _relaying_until(deadline: float, handover: Handover | None) -> float | None:
+    """Until when the relay's next batch may run (monotonic seconds), or None once it is to leave.
+
+    Its own time first; past that, while a hand-over waits for the next invocation.
+    """
+    if time.monotonic() < deadline:
+        return deadline
+    if handover is None:
+        return None
+    if handover.began_at is None:
+        handover.begin()
+    return None if handover.over() else handover.until
 
 
 class AdvisoryRelay:
@@ -155,8 +174,12 @@ class AdvisoryRelay:
         self._connect()
 
     # -- main loop ----------------------------------------------------------------------------
-    def run(self, max_seconds: float, stop: threading.Event | None = None) -> RelayReport:
+    def run(self, max_seconds: float, stop: threading.Event | None = None, *, hand_over_s: float = 0.0) -> RelayReport:
         """Relay for up to ``max_seconds`` (or until ``stop`` is set), then ack what was written and return.
+
+        ``hand_over_s`` (a scheduled invocation's): after ``max_seconds``, go on relaying until
+        the next invocation consumes too, for at most this long (:mod:`brokersync.capture.handover`),
+        so no advisory waits between two invocations. ``stop`` still ends the run at once.
 
         Raises :class:`BrokerUnavailableError` when the primary cannot be reached at all, and
         the writer's error when the ledger stays unavailable through its retries; in both
@@ -164,19 +187,23 @@ class AdvisoryRelay:
         """
         report = RelayReport()
         deadline = time.monotonic() + max_seconds
+        handover = Handover(self._consumers, hand_over_s) if hand_over_s > 0 and self.statistics is not None else None
         stop = stop or threading.Event()
         self._roles_moved = False
         self._connect()
         carried: list[stomp.utils.Frame] = []
         try:
             idle_since = time.monotonic()
-            while not stop.is_set() and not self._roles_moved and time.monotonic() < deadline:
-                frames, disconnected = self._take_batch(deadline, stop)
+            while not stop.is_set() and not self._roles_moved:
+                end = _relaying_until(deadline, handover)
+                if end is None:
+                    break
+                frames, disconnected = self._take_batch(end, stop)
                 if disconnected:
                     carried = []  # unacked on a dead connection: the broker redelivers them
                 full = len(frames) >= self.settings.batch_size
                 if frames or (carried and not full):
-                    ending = stop.is_set() or time.monotonic() >= deadline
+                    ending = stop.is_set() or time.monotonic() >= end
                     carried = self._relay_batch(carried + frames, report, hold_newest=full and not ending)
                     idle_since = time.monotonic()
                 if disconnected:
@@ -190,7 +217,24 @@ class AdvisoryRelay:
                 self._relay_batch(carried, report, hold_newest=False)
         finally:
             self._disconnect()
+        if handover is not None and handover.began_at is not None:
+            self._report_handover(handover, report, cut_short=stop.is_set() or self._roles_moved)
         return report
+
+    def _report_handover(self, handover: Handover, report: RelayReport, *, cut_short: bool) -> None:
+        report.hand_over_s = round(handover.waited_s(), 3)
+        report.handed_over = handover.handed_over
+        if not handover.handed_over and not cut_short:
+            # No successor within the wait: advisories wait on the broker until one comes.
+            self.metrics.add_metric("RelayHandoverMissed", "Count", 1)
+            logger.warning("no next relay consumed within %.0f s of this one's time: it left anyway", handover.within_s)
+
+    def _consumers(self) -> int | None:
+        """Consumers of the advisory queue now, this relay among them (None: the broker did not say)."""
+        if self.statistics is None:
+            return None
+        stats = self.statistics.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+        return None if stats is None else stats.consumer_count
 
     def _take_batch(self, deadline: float, stop: threading.Event) -> tuple[list[stomp.utils.Frame], bool]:
         """Up to ``batch_size`` frames, waiting at most ``flush_interval_s`` after the first one.

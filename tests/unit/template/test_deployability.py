@@ -178,9 +178,10 @@ def test_functions_run_on_a_supported_python_on_arm64_and_the_layer_is_built_for
     assert layer["Properties"]["CompatibleRuntimes"] == [function["Runtime"]]
 
 
-def test_the_relay_and_the_purge_run_one_instance_at_a_time(template: dict[str, Any]) -> None:
-    for logical_id in ("RelayAdvisoriesFunction", "PurgeDrFunction"):
-        assert template["Resources"][logical_id]["Properties"]["ReservedConcurrentExecutions"] == 1
+def test_the_purge_runs_one_instance_at_a_time_and_the_relay_two_to_hand_over(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    assert resources["PurgeDrFunction"]["Properties"]["ReservedConcurrentExecutions"] == 1
+    assert resources["RelayAdvisoriesFunction"]["Properties"]["ReservedConcurrentExecutions"] == 2
 
 
 def test_no_arn_names_the_aws_partition_literally(project_root: Path) -> None:

@@ -15,7 +15,12 @@ import pytest
 
 from brokersync import health
 from brokersync.broker.statistics import BROKER_MEMORY_FULL_PERCENT, CURSOR_HIGH_WATER_PERCENT
-from brokersync.config import DEFAULT_RELAY_MAX_SECONDS, RELAY_SCHEDULE_PERIOD_S
+from brokersync.config import (
+    DEFAULT_RELAY_HAND_OVER_S,
+    DEFAULT_RELAY_MAX_SECONDS,
+    RELAY_SCHEDULE_PERIOD_S,
+    RELAY_WRAP_UP_S,
+)
 from brokersync.ledger.control import CONTROL_PREFIX
 from brokersync.ledger.schema import load_template
 from brokersync_cli.argtypes import PAIR_NAME_PATTERN
@@ -360,21 +365,22 @@ def test_the_return_backlog_alarm_watches_the_probes_figure_and_is_silent_for_pa
     assert properties["TreatMissingData"] == "notBreaching"
 
 
-def test_the_relay_relays_all_but_two_seconds_of_its_schedule_and_its_timeout_leaves_room_to_finish(
-    template: dict[str, Any],
-) -> None:
-    """Between one scheduled invocation's end and the next one's start nothing is relayed (the
-    purge then has nothing to remove): that gap is the period less the relay time."""
+def test_the_relay_waits_for_the_next_minutes_invocation_within_its_timeout(template: dict[str, Any]) -> None:
+    """An invocation relays its time, then on until the next one consumes too (decision 0039):
+    the next one must be able to start meanwhile, and the wait must fit the timeout with the
+    wrap-up's room left, or the gap between invocations comes back."""
     relay = template["Resources"]["RelayAdvisoriesFunction"]["Properties"]
-    relays_for = float(relay["Environment"]["Variables"]["BROKERSYNC_RELAY_MAX_SECONDS"])
+    variables = relay["Environment"]["Variables"]
+    relays_for = float(variables["BROKERSYNC_RELAY_MAX_SECONDS"])
+    hand_over = float(variables["BROKERSYNC_RELAY_HAND_OVER_S"])
     schedule = relay["Events"]["EveryMinute"]["Properties"]["Schedule"]
 
-    assert relays_for == DEFAULT_RELAY_MAX_SECONDS
+    assert (relays_for, hand_over) == (DEFAULT_RELAY_MAX_SECONDS, DEFAULT_RELAY_HAND_OVER_S)
     assert schedule == "rate(1 minute)" and RELAY_SCHEDULE_PERIOD_S == 60
-    assert RELAY_SCHEDULE_PERIOD_S - relays_for <= 2
-    # The handler relays for min(max seconds, time left - 5 s): the timeout must not cut the relay time.
-    assert relay["Timeout"] >= relays_for + 5 + 20
-    assert relay["ReservedConcurrentExecutions"] == 1
+    # It begins to wait before the next minute's event is due, and waits past it.
+    assert relays_for < RELAY_SCHEDULE_PERIOD_S < relays_for + hand_over
+    assert relay["Timeout"] >= relays_for + hand_over + RELAY_WRAP_UP_S
+    assert relay["ReservedConcurrentExecutions"] == 2
 
 
 def test_every_alarm_is_on_the_dashboard_and_has_a_row_in_the_runbook(template: dict[str, Any]) -> None:
