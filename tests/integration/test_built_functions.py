@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +117,36 @@ def test_the_health_probe_measures_both_windows_and_the_roles_on_the_local_pair(
         reach = _resolved_alarm(template, alarm)
         assert evaluate(reach, points, now) == OK, alarm
         assert evaluate(reach, [], now + 600) == OK, alarm  # the DR broker unread is other alarms' to say
+
+
+def test_a_relay_invocation_past_its_time_waits_for_the_next_one_and_leaves_once_it_consumes(
+    template: dict[str, Any], deployed: dict[str, Any], python: str
+) -> None:
+    """The built handler hands over as scheduled invocations do in AWS (decision 0039): two
+    processes, the second started while the first waits, the first leaving once it sees it."""
+
+    def env(relay_s: str, hand_over_s: str) -> dict[str, Any]:
+        relay = {"BROKERSYNC_RELAY_MAX_SECONDS": relay_s, "BROKERSYNC_RELAY_HAND_OVER_S": hand_over_s}
+        return {**deployed["env_vars"], "RelayAdvisoriesFunction": relay}
+
+    outcomes: dict[str, BuiltInvocation] = {}
+
+    def invoke(name: str, env_vars: dict[str, Any]) -> None:
+        outcomes[name] = _invoke(template, {**deployed, "env_vars": env_vars}, python, "RelayAdvisoriesFunction")
+
+    first = threading.Thread(target=invoke, args=("first", env("2", "40")))
+    started = time.monotonic()
+    first.start()
+    time.sleep(6.0)  # the process's start, its 2 s, and some of its wait
+    invoke("second", env("2", "0"))
+    first.join(timeout=120)
+
+    result = outcomes["first"].result
+    assert not outcomes["first"].failed, outcomes["first"].logs[-3000:]
+    assert result["handedOver"] is True
+    assert result["handOverSeconds"] < 30
+    assert time.monotonic() - started < 40
+    assert outcomes["second"].result["handedOver"] is False  # no hand-over asked of it
 
 
 def _resolved_alarm(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
