@@ -63,7 +63,9 @@ import stomp
 from ulid import ULID
 
 from brokersync.broker.inbox import FrameInbox
+from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS
@@ -71,6 +73,7 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.ledger.ledger import DEFAULT_SHARDS
 from brokersync.ledger.schema import create_ledger_table
+from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Mode, Queue, Topology, load_topology
@@ -272,19 +275,49 @@ def bench_ledger(endpoint: str) -> Ledger:
     return dynamodb_ledger(TABLE, region=REGION, host=endpoint, shards=ledger_shards())
 
 
+class CountingAudits:
+    """The ledger's capture-audit items with their writes counted: one write unit each (an item under 1 KB)."""
+
+    def __init__(self, inner: Any, write_units: Synchronized) -> None:
+        self.inner = inner
+        self.write_units = write_units
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _count(self) -> None:
+        with self.write_units.get_lock():
+            self.write_units.value += 1
+
+    def add_audit(self, *args: Any, **kwargs: Any) -> Any:
+        self._count()
+        return self.inner.add_audit(*args, **kwargs)
+
+    def set_audit(self, *args: Any, **kwargs: Any) -> Any:
+        self._count()
+        return self.inner.set_audit(*args, **kwargs)
+
+
 def relay_main(
     topology: Topology, endpoint: str, ready: EventType, stop: EventType, units: Synchronized, reads: Synchronized
 ) -> None:
-    """The relay as its scheduled function runs it: its settings, passes of its length, again and again."""
+    """The relay as its scheduled function runs it: built as the function builds it (its statistics
+    reads and its capture audit, written per batch and checked per invocation), its settings,
+    passes of its length, again and again."""
     os.environ.update(AWS_ENV)
     ledger = CountingLedger(bench_ledger(endpoint), units, reads)
     primary = StompConnector(topology.primary.stomp)
-    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RelaySettings())
+    statistics = StatisticsClient(primary)
+    audit = CaptureAudit(CountingAudits(ledger.backend, units), statistics, topology)  # type: ignore[arg-type]
+    relay = AdvisoryRelay(
+        primary, LedgerWriter(ledger), topology, settings=RelaySettings(), statistics=statistics, audit=audit
+    )
     ready.set()
     with profiled("relay"):
         while not stop.is_set():
             try:
                 relay.run(max_seconds=DEFAULT_RELAY_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
+                audit.check()
             except BrokerSyncError:
                 stop.wait(1.0)
 
@@ -298,15 +331,32 @@ def purge_main(
     counters: tuple[Synchronized, Synchronized],
     result: Connection,
 ) -> None:
-    """The purge as its loop runs it, against the ledger in DynamoDB; sends back when each id was removed."""
+    """The purge as its loop runs it, against the ledger in DynamoDB; sends back when each id was removed.
+
+    Each invocation's service is built as the function builds it: with both brokers' statistics
+    (the depths it reads and emits) and the late-copy sweep, whose state, like the ids not found,
+    outlives an invocation in a warm environment.
+    """
     os.environ.update(AWS_ENV)
     ledger = CountingLedger(bench_ledger(endpoint), *counters)
-    remover = TimedRemover(StompConnector(topology.dr.stomp), purged)
-    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings())
+    dr = StompConnector(topology.dr.stomp)
+    remover = TimedRemover(dr, purged)
+    sweep = LateCopySweep()
+    not_found: dict[str, dict[str, float]] = {}
     errors: list[str] = []
     ready.set()
     with profiled("purge"):
         while not stop.is_set():
+            purge = PurgeService(
+                ledger,
+                remover,
+                topology,
+                settings=PurgeSettings(),
+                dr_statistics=StatisticsClient(dr),
+                primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
+                late_copies=sweep,
+                waiting=not_found,
+            )
             try:
                 purge.run(max_seconds=DEFAULT_PURGE_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
             except PurgeInvariantError as e:
