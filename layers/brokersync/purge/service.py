@@ -80,6 +80,11 @@ class PurgeSettings:
     #: A key whose removal the broker refused (its ACK answered with an ERROR) is tried again only
     #: after this long: each try hands the message back with its redelivery counter raised.
     retry_refused_s: float = 600.0
+    #: The loop reads the DR depth and the primary's copy backlog (``DrDepth``, ``CopyBacklog``)
+    #: at most this often. Each read is a STOMP connection to a broker, the primary's across
+    #: regions, and they were read after every caught-up round, about five times a second; they
+    #: are dashboard figures (the alarms on both come from the health probe, once a minute).
+    depths_every_s: float = 10.0
 
 
 @dataclass
@@ -208,6 +213,8 @@ class PurgeService:
         self.absence: Absence | None = (
             absence if absence is not None else _absence_check(remover, topology, self._selector_bytes)
         )
+        #: When (``time.monotonic()``) the depths were last read; None: not yet in this service.
+        self._depths_read_at: float | None = None
         #: None without the primary's counters: then nothing is ever given up on as missing.
         self.copy_path = (
             CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
@@ -261,7 +268,7 @@ class PurgeService:
                 # Nothing sent yet: wait briefly for keys to fill the held selector, not an idle pause.
                 _pause(min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6), stop)
             elif progress == 0:
-                self.emit_depths()
+                self._emit_depths_when_due()
                 if (stop_when_idle and report.pending == 0) or stop_when_stalled:
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
@@ -271,7 +278,7 @@ class PurgeService:
                 # 0037). The next round starts ``idle_sleep_s`` after this one started, so keys
                 # written during a long round (a deep backlog) wait no longer than before. A drain
                 # or a catch-up goes on at once: it waits on the answer.
-                self.emit_depths()
+                self._emit_depths_when_due()
                 next_round = min(round_began + self.settings.idle_sleep_s, deadline)
                 _pause(max(0.0, next_round - time.monotonic()), stop)
         return report
@@ -450,6 +457,12 @@ class PurgeService:
         for entry in swept:
             waiting.pop(entry.message_id or "", None)
         return swept, [p for p in pending if p.message_id not in removed]
+
+    def _emit_depths_when_due(self) -> None:
+        now = time.monotonic()
+        if self._depths_read_at is None or now - self._depths_read_at >= self.settings.depths_every_s:
+            self._depths_read_at = now
+            self.emit_depths()
 
     def emit_depths(self) -> dict[str, int]:
         """DR depth per queue, and the primary's Q.DR depth: copies not yet on DR (the loss-risk window).

@@ -729,3 +729,34 @@ def test_a_catch_up_is_not_slowed_by_the_pause(topology_path: Path) -> None:
 
     assert report.purged == 30
     assert time.monotonic() - began < 1.0
+
+
+class _CountedStatistics:
+    """A broker's statistics plugin that counts the queries it answers."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        self.queries += 1
+        return {}
+
+
+def test_the_loop_reads_the_brokers_depths_at_most_once_a_period_not_every_round(topology_path: Path) -> None:
+    """Each read is a connection to a broker (the primary's across regions); rounds come five a second."""
+    dr_stats, primary_stats = _CountedStatistics(), _CountedStatistics()
+    service = PurgeService(
+        memory_ledger(clock=lambda: NOW),
+        FakeDR(),
+        load_topology(topology_path),
+        settings=PurgeSettings(idle_sleep_s=0.05, depths_every_s=0.5),
+        dr_statistics=dr_stats,  # type: ignore[arg-type]
+        primary_statistics=primary_stats,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
+
+    report = service.run(max_seconds=1.2)
+
+    assert report.rounds >= 10
+    assert dr_stats.queries == primary_stats.queries
+    assert 2 <= dr_stats.queries <= 3  # at the first idle round, then every 0.5 s
