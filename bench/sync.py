@@ -7,7 +7,9 @@ from the kernel's accounting (``/proc/PID/stat``, user + system time, all thread
 process spent: the primary broker, the DR broker, the relay, the purge, the application's
 producer and consumer, and (for information) the AWS emulator. Each runs in a process of its
 own, as in production; the ledger is DynamoDB (moto over HTTP), so the relay's and the
-purge's figures include their DynamoDB client work, as Lambda's would.
+purge's figures include their DynamoDB client work, as Lambda's would. Both are built as their
+functions build them: the relay with its capture audit and statistics reads, the purge with
+both brokers' statistics and the late-copy sweep (decision 0040).
 
 One run measures, side by side:
 
