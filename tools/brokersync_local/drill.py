@@ -50,6 +50,7 @@ from ulid import ULID
 
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
+from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, ENV_PURGE_MAX_SECONDS
 from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
@@ -190,7 +191,10 @@ class Drill:
             endpoint,
             region,
             broker_ids=ids,
-            overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": "5"}},
+            # The purge function's own invocation length, not the local world's 5 s: each
+            # invocation's end and the next one's start is a pause in the purge, and the demo's
+            # lag and the drills' duplicates are to show the loop as deployed.
+            overrides={"PurgeDrFunction": {ENV_PURGE_MAX_SECONDS: f"{DEFAULT_PURGE_MAX_SECONDS:g}"}},
             **({"role_region": pair_region, "peer_region": pair_region} if pair_region else {}),
         )
         self.sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
