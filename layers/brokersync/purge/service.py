@@ -77,6 +77,13 @@ class PurgeSettings:
     #: ``hold_partial_s``. ``hold_partial_s`` 0 sends every round's keys at once.
     hold_partial_s: float = 0.6
     hold_partial_below: float = 0.5
+    #: Only a queue at least this deep on DR, by the loop's last depth read, holds a partly
+    #: filled selector. A subscription's pass costs the broker about 0.2 ms per 1,000 messages
+    #: it scans (decision 0015), so below a few thousand messages the passes a hold saves are a
+    #: few per cent of the broker's work, and the hold only adds up to ``hold_partial_s`` to the
+    #: lag of most keys at low rates, where every round's keys fit in one partial selector
+    #: (decision 0041). A queue whose depth was not read (no statistics, a failed read) holds.
+    hold_partial_from_depth: int = 5000
     #: A key whose removal the broker refused (its ACK answered with an ERROR) is tried again only
     #: after this long: each try hands the message back with its redelivery counter raised.
     retry_refused_s: float = 600.0
@@ -215,6 +222,8 @@ class PurgeService:
         )
         #: When (``time.monotonic()``) the depths were last read; None: not yet in this service.
         self._depths_read_at: float | None = None
+        #: Each queue's depth on DR at the last read that answered (``hold_partial_from_depth``).
+        self._dr_depths: dict[str, int] = {}
         #: None without the primary's counters: then nothing is ever given up on as missing.
         self.copy_path = (
             CopyPathWatch(primary_statistics, topology, lambda: int(self.clock() * 1000))
@@ -383,7 +392,7 @@ class PurgeService:
         and never marks anything: a held key is simply pending a little longer.
         """
         last_held = self._held.pop(queue, {})
-        if self.settings.hold_partial_s <= 0 or not candidates:
+        if self.settings.hold_partial_s <= 0 or not candidates or self._shallow(queue):
             return candidates, []
         try:
             whole, partial = split_off_partial(candidates, "message-id", max_line_bytes=self._selector_bytes)
@@ -395,6 +404,18 @@ class PurgeService:
             self._held[queue] = first_held
             return whole, partial
         return candidates, []
+
+    def _shallow(self, queue: str) -> bool:
+        """``queue`` is known to be too shallow on DR for a hold to save the broker anything worth a key's wait.
+
+        The depth is read when first needed and then with the loop's depth reads, every
+        ``depths_every_s``. An unknown depth is not shallow: holding is what the loop did
+        before it read depths, and it costs lag, never a message.
+        """
+        if self._depths_read_at is None:
+            self._emit_depths_when_due()
+        depth = self._dr_depths.get(queue)
+        return depth is not None and depth < self.settings.hold_partial_from_depth
 
     def _may_hold(self, partial: list[str], first: dict[str, float], pending: list[PendingKey], now: float) -> bool:
         """The bounds of ``_hold_partial``: few keys, none consumed nor first held too long ago."""
@@ -481,7 +502,11 @@ class PurgeService:
                 stats = client.queue_stats(queue_names)
             except BrokerSyncError as e:
                 logger.warning("cannot read %s: %s", prefix, e)
+                if prefix == "DrDepth":
+                    self._dr_depths = {}
                 continue
+            if prefix == "DrDepth":
+                self._dr_depths = {name: s.size for name, s in stats.items()}
             total = sum(s.size for s in stats.values())
             depths[prefix] = total
             self.metrics.add_metric(prefix, "Count", total)

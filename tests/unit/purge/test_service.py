@@ -616,6 +616,82 @@ def test_holding_is_on_by_default(topology_path: Path) -> None:
     assert (result.purged, result.held) == (0, 30)
 
 
+class _DepthOnDR:
+    """The DR broker's statistics plugin answering one depth for every queue, or failing."""
+
+    def __init__(self, depth: int | None) -> None:
+        self.depth = depth
+        self.queries = 0
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        self.queries += 1
+        if self.depth is None:
+            raise BrokerUnavailableError("statistics unavailable")
+        return {n: QueueStats(n, self.depth, 0, 0, 0, 0, 0, 0, "b", "dr") for n in names}
+
+
+def _holding_at_depth(topology_path: Path, depth: int | None) -> tuple[PurgeService, _DepthOnDR]:
+    """A loop's service, 30 young keys recorded and on DR, whose DR statistics answer ``depth``."""
+    consumed = _consumed(30)
+    ledger = memory_ledger(clock=lambda: NOW)
+    statistics = _DepthOnDR(depth)
+    service = PurgeService(
+        ledger,
+        FakeDR({c.message_id for c in consumed}),
+        load_topology(topology_path),
+        settings=PurgeSettings(hold_partial_s=0.6, hold_partial_from_depth=5000),
+        dr_statistics=statistics,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
+    ledger.record("ORDERS", consumed)
+    return service, statistics
+
+
+def test_a_queue_shallow_on_dr_sends_its_partial_selector_at_once(topology_path: Path) -> None:
+    """A pass over a shallow queue costs the broker little; holding would only add lag (decision 0041)."""
+    service, _statistics = _holding_at_depth(topology_path, 4999)
+
+    result = service.purge_queue("ORDERS", hold=True)
+
+    assert (result.purged, result.held) == (30, 0)
+
+
+def test_a_queue_deep_on_dr_holds_its_partial_selector(topology_path: Path) -> None:
+    service, _statistics = _holding_at_depth(topology_path, 5000)
+
+    result = service.purge_queue("ORDERS", hold=True)
+
+    assert (result.purged, result.held) == (0, 30)
+
+
+def test_a_queue_whose_depth_cannot_be_read_holds(topology_path: Path) -> None:
+    """An unknown depth keeps the broker's side of the trade: holding costs lag, never a message."""
+    service, _statistics = _holding_at_depth(topology_path, None)
+
+    result = service.purge_queue("ORDERS", hold=True)
+
+    assert (result.purged, result.held) == (0, 30)
+
+
+def test_the_depth_that_decides_a_hold_is_read_once_not_every_round(topology_path: Path) -> None:
+    service, statistics = _holding_at_depth(topology_path, 6000)
+
+    rounds = [service.purge_queue("ORDERS", hold=True).held for _ in range(3)]
+
+    assert rounds == [30, 30, 30]
+    assert statistics.queries == 1
+
+
+def test_a_queue_that_became_shallow_stops_holding_at_the_next_depth_read(topology_path: Path) -> None:
+    service, statistics = _holding_at_depth(topology_path, 6000)
+    assert service.purge_queue("ORDERS", hold=True).held == 30
+
+    statistics.depth = 10
+    service.emit_depths()
+
+    assert service.purge_queue("ORDERS", hold=True).purged == 30
+
+
 def _rounds_started(service: PurgeService, monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """When each round began reading ORDERS from the ledger (``time.monotonic()``)."""
     started: list[float] = []
