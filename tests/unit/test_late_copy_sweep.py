@@ -23,6 +23,7 @@ from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import CLOCK_SLACK, LateCopySweep, consumed_at_head
 from brokersync.snapshot.browser import SnapshotLine
 from brokersync.topology import Queue
+from tests.fake_clock import FakeClock
 
 
 def _line(n: int) -> SnapshotLine:
@@ -30,18 +31,10 @@ def _line(n: int) -> SnapshotLine:
 
 
 @dataclass
-class Clock:
-    now: float = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class SlowLedger:
     """Answers consumed_entries after ``cost_s`` of the clock; ``consumed`` names the keys it holds."""
 
-    clock: Clock
+    clock: FakeClock
     consumed: set[str] = field(default_factory=set)
     cost_s: float = 0.0
     asked: list[str] = field(default_factory=list)
@@ -72,7 +65,7 @@ class Browsed(LateCopySweep):
         yield from self.lines
 
 
-def _sweep(clock: Clock, copies: int, **settings: Any) -> Browsed:
+def _sweep(clock: FakeClock, copies: int, **settings: Any) -> Browsed:
     sweep = Browsed(clock=clock, **settings)
     sweep.lines = [_line(n) for n in range(copies)]
     return sweep
@@ -93,7 +86,7 @@ def test_a_sweep_waits_its_interval_between_sweeps() -> None:
 
 
 def test_a_queues_copies_are_looked_up_in_one_read() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock, consumed={"key-7", "key-300"})
     sweep = _sweep(clock, copies=500)
 
@@ -104,7 +97,7 @@ def test_a_queues_copies_are_looked_up_in_one_read() -> None:
 
 
 def test_a_sweep_whose_budget_is_spent_starts_no_lookup() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock, consumed={"key-1"})
     sweep = _sweep(clock, copies=5)
 
@@ -113,7 +106,7 @@ def test_a_sweep_whose_budget_is_spent_starts_no_lookup() -> None:
 
 
 def test_a_sweep_stops_at_the_invocations_deadline_whatever_its_budget() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock)
     sweep = _sweep(clock, copies=50)
 
@@ -123,7 +116,7 @@ def test_a_sweep_stops_at_the_invocations_deadline_whatever_its_budget() -> None
 
 
 def test_the_next_sweep_reaches_the_copies_behind_those_found_unconsumed() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock, consumed={"key-7"})
     sweep = _sweep(clock, copies=10, max_copies=5)
 
@@ -135,7 +128,7 @@ def test_the_next_sweep_reaches_the_copies_behind_those_found_unconsumed() -> No
 
 
 def test_a_copy_found_unconsumed_is_looked_up_again_after_the_recheck_interval() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock)
     sweep = _sweep(clock, copies=1, recheck_after_s=60.0)
     sweep._consumed_copies(ledger, None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
@@ -150,7 +143,7 @@ def test_a_copy_found_unconsumed_is_looked_up_again_after_the_recheck_interval()
 
 
 def test_an_odd_key_is_skipped_and_the_copies_after_it_are_still_checked() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock, consumed={"key-2"}, invalid={"key-1"})
     sweep = _sweep(clock, copies=3)
 
@@ -159,7 +152,7 @@ def test_an_odd_key_is_skipped_and_the_copies_after_it_are_still_checked() -> No
 
 @pytest.mark.parametrize("max_browse", [3, 10])
 def test_a_sweep_browses_at_most_max_browse_messages(max_browse: int) -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock)
     sweep = _sweep(clock, copies=20, max_browse=max_browse)
 
@@ -169,7 +162,7 @@ def test_a_sweep_browses_at_most_max_browse_messages(max_browse: int) -> None:
 
 
 def test_a_removed_copys_message_id_is_remembered_for_the_purge_then_forgotten_with_age() -> None:
-    clock = Clock()
+    clock = FakeClock()
     sweep = LateCopySweep(clock=clock, remember_removed_s=60.0)
     sweep._removed["ORDERS"] = {"ID:copy-1": clock.now}
 
@@ -179,7 +172,7 @@ def test_a_removed_copys_message_id_is_remembered_for_the_purge_then_forgotten_w
 
 
 def test_a_copy_found_unconsumed_again_waits_twice_as_long_each_time_up_to_the_cap() -> None:
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock)
     sweep = _sweep(clock, copies=1, recheck_after_s=60.0, max_recheck_s=200.0)
     looked_up_at = []
@@ -195,7 +188,7 @@ def test_a_copy_found_unconsumed_again_waits_twice_as_long_each_time_up_to_the_c
 
 
 def test_a_copy_still_waiting_is_remembered_and_one_gone_for_a_whole_cap_is_forgotten() -> None:
-    clock = Clock()
+    clock = FakeClock()
     sweep = _sweep(clock, copies=1, recheck_after_s=60.0, max_recheck_s=600.0)
     sweep._consumed_copies(SlowLedger(clock), None, QUEUE, stop_at=clock.now + 60)  # type: ignore[arg-type]
 
@@ -209,7 +202,7 @@ def test_a_copy_still_waiting_is_remembered_and_one_gone_for_a_whole_cap_is_forg
 
 def test_a_sweep_names_the_queues_it_had_no_time_to_look_up() -> None:
     """A failback is done only once every queue's head was looked up (``consumed_at_head``)."""
-    clock = Clock()
+    clock = FakeClock()
     ledger = SlowLedger(clock, cost_s=3.0)
     sweep = _sweep(clock, copies=5, check_budget_s=2.0)
     two_queues = SimpleNamespace(captured_queues=[QUEUE, Queue(name="CARTS")])
@@ -228,7 +221,7 @@ def _head(n: int, produced_ms: int) -> SnapshotLine:
     return SnapshotLine("ORDERS", message_id, message_id, "", produced_ms, None, 1, None)
 
 
-def _failback_heads(clock: Clock, lines: list[SnapshotLine], lost_at_ms: int | None = None) -> Browsed:
+def _failback_heads(clock: FakeClock, lines: list[SnapshotLine], lost_at_ms: int | None = None) -> Browsed:
     """``consumed_at_head``'s sweep over ``lines``."""
     head = consumed_at_head(lost_at_ms=lost_at_ms)
     settings = {name: getattr(head, name) for name in ("selector", "from_production", "lost_at_ms", "max_copies")}
@@ -239,7 +232,7 @@ def _failback_heads(clock: Clock, lines: list[SnapshotLine], lost_at_ms: int | N
 
 def test_a_failback_hours_after_the_loss_finds_heads_consumed_just_before_it() -> None:
     """Their consumes are hours back from now: only their production times find them."""
-    clock = Clock(now=1_795_350_000.0)
+    clock = FakeClock(now=1_795_350_000.0)
     lost_at = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)
     consumed, not_consumed = _head(1, lost_at - 2_000), _head(2, lost_at - 1_000)
@@ -253,7 +246,7 @@ def test_a_failback_hours_after_the_loss_finds_heads_consumed_just_before_it() -
 
 def test_heads_produced_long_after_the_oldest_head_are_not_looked_up_from_production() -> None:
     """A backlog's production times span hours: one read spans the first PRODUCED_SPAN of them."""
-    clock = Clock(now=1_795_350_000.0)
+    clock = FakeClock(now=1_795_350_000.0)
     lost_at = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)
     oldest, later = _head(1, lost_at - 2 * HOUR_MS), _head(2, lost_at - 30 * 60_000)
@@ -275,7 +268,7 @@ def test_heads_produced_long_after_the_oldest_head_are_not_looked_up_from_produc
 
 
 def test_the_late_copy_sweep_looks_message_ids_up_back_from_now_only() -> None:
-    clock = Clock(now=1_795_350_000.0)
+    clock = FakeClock(now=1_795_350_000.0)
     produced = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)
     copy = _head(1, produced)
@@ -288,7 +281,7 @@ def test_the_late_copy_sweep_looks_message_ids_up_back_from_now_only() -> None:
 
 def test_a_backlog_head_consumed_just_before_the_loss_is_found_from_when_the_broker_left() -> None:
     """Produced hours before its consume, consumed hours before the failback: only the loss time finds it."""
-    clock = Clock(now=1_795_350_000.0)
+    clock = FakeClock(now=1_795_350_000.0)
     lost_at = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)
     head = _head(1, lost_at - 5 * HOUR_MS)
@@ -306,7 +299,7 @@ def test_a_backlog_head_consumed_just_before_the_loss_is_found_from_when_the_bro
 
 
 def test_a_head_consumed_after_the_failover_started_and_its_slack_is_not_taken_for_one_consumed_before() -> None:
-    clock = Clock(now=1_795_350_000.0)
+    clock = FakeClock(now=1_795_350_000.0)
     lost_at = int(clock.now * 1000) - 3 * HOUR_MS
     ledger = memory_ledger(clock=clock)
     head = _head(1, lost_at - 5 * HOUR_MS)

@@ -6,14 +6,7 @@ import pytest
 
 from brokersync.capture.handover import Handover
 from brokersync.exceptions import BrokerUnavailableError
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fake_clock import FakeClock
 
 
 class _Consumers:
@@ -31,8 +24,8 @@ class _Consumers:
         return value
 
 
-def _begun(consumers: _Consumers, within_s: float = 20.0) -> tuple[Handover, _Clock]:
-    clock = _Clock()
+def _begun(consumers: _Consumers, within_s: float = 20.0) -> tuple[Handover, FakeClock]:
+    clock = FakeClock()
     handover = Handover(consumers, within_s, poll_s=1.0, clock=clock)
     handover.begin()
     return handover, clock

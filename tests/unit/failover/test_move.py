@@ -22,6 +22,7 @@ from brokersync.metrics import RecordingMetrics
 from brokersync.roles import RoleAssignment, RoleStore
 from brokersync.topology import CONSUMED_QUEUE, Broker, load_topology
 from tests.events import load_event
+from tests.fake_clock import FakeClock
 
 ROOT = Path(__file__).resolve().parents[3]
 EAST, WEST = "orders-use1", "orders-usw2"
@@ -68,25 +69,18 @@ class _Sync:
         return {"purgeLoopRegion": region}
 
 
-class _Clock:
-    now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def old_side() -> _Broker:
     return _Broker()
 
 
 @pytest.fixture
-def clock() -> _Clock:
-    return _Clock()
+def clock() -> FakeClock:
+    return FakeClock(1_000.0)
 
 
 @pytest.fixture
-def move(control_records: ControlRecords, old_side: _Broker, clock: _Clock) -> QueueMove:
+def move(control_records: ControlRecords, old_side: _Broker, clock: FakeClock) -> QueueMove:
     topology = load_topology(ROOT / "examples" / "active-active.yaml")
 
     def statistics(broker: Broker) -> Any:
@@ -159,7 +153,7 @@ def test_the_move_waits_for_consumed_keys_still_to_be_removed_on_the_new_side(mo
 
 
 def test_past_its_timeout_the_move_fails_saying_what_it_waited_for_and_changes_nothing(
-    move: QueueMove, old_side: _Broker, clock: _Clock
+    move: QueueMove, old_side: _Broker, clock: FakeClock
 ) -> None:
     old_side.consumers = 1
     ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
@@ -198,7 +192,7 @@ def test_a_flip_that_finds_a_consumer_back_on_the_old_side_writes_nothing_and_sa
 
 
 def test_a_flip_past_the_timeout_that_finds_the_old_side_not_drained_fails_the_move(
-    move: QueueMove, old_side: _Broker, clock: _Clock
+    move: QueueMove, old_side: _Broker, clock: FakeClock
 ) -> None:
     ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
     old_side.consumers = 1
@@ -234,7 +228,7 @@ def test_a_move_is_refused_while_sync_is_stopped(move: QueueMove) -> None:
         move.plan({"queue": "CARTS", "to": WEST})
 
 
-def test_the_completed_move_is_announced_with_its_duration(move: QueueMove, clock: _Clock) -> None:
+def test_the_completed_move_is_announced_with_its_duration(move: QueueMove, clock: FakeClock) -> None:
     ctx = move.plan({"queue": "CARTS", "to": WEST})
     clock.now += 4
     detail = move.complete(ctx)
@@ -247,7 +241,9 @@ def test_a_role_assignment_moved_back_is_the_pair_level_roles_again() -> None:
     assert start.moved("CARTS", WEST, "a").moved("CARTS", EAST, "b").active == {}
 
 
-def test_an_unreadable_old_side_is_waited_for_and_the_timeout_names_the_way_out(move: QueueMove, clock: _Clock) -> None:
+def test_an_unreadable_old_side_is_waited_for_and_the_timeout_names_the_way_out(
+    move: QueueMove, clock: FakeClock
+) -> None:
     move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
     ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 10})
     assert move.status(ctx)["ready"] is False
@@ -360,7 +356,7 @@ def test_with_the_old_side_lost_a_lookup_out_of_time_keeps_the_move_waiting(
 
 
 def test_with_the_old_side_lost_the_move_flips_at_its_timeout_and_counts_what_the_purge_left(
-    lost_move: QueueMove, on_new_side: _OnNewSide, clock: _Clock
+    lost_move: QueueMove, on_new_side: _OnNewSide, clock: FakeClock
 ) -> None:
     """Nothing consumes the queue until the move: a slow purge costs possible duplicates, not the queue."""
     on_new_side.ids = set(_consumed_on_the_lost_side(lost_move, 2))
@@ -374,7 +370,7 @@ def test_with_the_old_side_lost_the_move_flips_at_its_timeout_and_counts_what_th
     assert lost_move.flip(ctx, "exec-1")["changed"] is True
 
 
-def test_a_planned_move_still_fails_at_its_timeout_and_changes_nothing(move: QueueMove, clock: _Clock) -> None:
+def test_a_planned_move_still_fails_at_its_timeout_and_changes_nothing(move: QueueMove, clock: FakeClock) -> None:
     _consumed_on_the_lost_side(move, 1)  # pending on the new side: the old side is not drained
     ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
     clock.now += 31
@@ -443,7 +439,7 @@ def test_the_move_waits_for_keys_the_old_sides_region_wrote_and_this_region_has_
     assert (status["ready"], status["pendingPurge"], status["pendingPurgeInSourceRegion"]) == (False, 0, 1)
 
 
-def test_a_move_timed_out_on_replication_says_so(move: QueueMove, clock: _Clock) -> None:
+def test_a_move_timed_out_on_replication_says_so(move: QueueMove, clock: FakeClock) -> None:
     source = memory_ledger()
     source.record("CARTS", [(str(ULID()), 1_795_340_000_000)])
     _source_replica(move, source)

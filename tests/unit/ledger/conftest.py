@@ -13,26 +13,19 @@ from moto import mock_aws
 
 from brokersync.ledger import Ledger, dynamodb_ledger, memory_ledger
 from brokersync.ledger.schema import create_ledger_table
+from tests.fake_clock import FakeClock
 
 TABLE = "brokersync-ledger-test"
 NOW = 1_795_340_000.0
 
 
-class Clock:
-    def __init__(self, now: float = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(NOW)
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def ledger(request: pytest.FixtureRequest, project_root: Path, clock: Clock) -> Iterator[Ledger]:
+def ledger(request: pytest.FixtureRequest, project_root: Path, clock: FakeClock) -> Iterator[Ledger]:
     if request.param == "memory":
         yield memory_ledger(clock=clock)
         return

@@ -10,7 +10,8 @@ from ulid import ULID
 from brokersync.ledger import Ledger, memory_ledger
 from brokersync.ledger.backend import ItemRef, KeySets, Marks
 from brokersync.ledger.ledger import MARKS_REREAD_S, HeldMarks
-from tests.unit.ledger.conftest import NOW, Clock, spy_backend_reads
+from tests.fake_clock import FakeClock
+from tests.unit.ledger.conftest import NOW, spy_backend_reads
 
 T0 = int(NOW * 1000)
 
@@ -37,7 +38,9 @@ def test_a_marks_item_this_ledger_wrote_is_not_read_again_within_the_reread_inte
     assert reads.refs == [[]]  # one pending call, no marks item read
 
 
-def test_marks_another_process_adds_are_seen_once_the_reread_interval_has_passed(ledger: Ledger, clock: Clock) -> None:
+def test_marks_another_process_adds_are_seen_once_the_reread_interval_has_passed(
+    ledger: Ledger, clock: FakeClock
+) -> None:
     keys = _keys(20)
     _record(ledger, keys)
     ledger.mark_purged("ORDERS", ledger.pending("ORDERS")[:5])
@@ -51,7 +54,7 @@ def test_marks_another_process_adds_are_seen_once_the_reread_interval_has_passed
     assert ledger.pending("ORDERS") == []
 
 
-def test_a_reader_that_writes_no_marks_sees_each_mark_at_once(ledger: Ledger, clock: Clock) -> None:
+def test_a_reader_that_writes_no_marks_sees_each_mark_at_once(ledger: Ledger, clock: FakeClock) -> None:
     keys = _keys(20)
     _record(ledger, keys)
     drain = Ledger(ledger.backend, clock=clock)  # a switchover's drain waiting for the purge
@@ -74,7 +77,7 @@ def test_keys_marked_from_held_marks_leave_no_work_pointer_behind(ledger: Ledger
 
 def test_a_read_without_a_mark_written_here_does_not_drop_it() -> None:
     # BatchGetItem reads are eventually consistent: a read may miss this process's last write.
-    held = HeldMarks(clock=Clock())
+    held = HeldMarks(clock=FakeClock(NOW))
     ref = ItemRef(0, T0 - T0 % 250)
     written = Marks(purged=KeySets(ulids={b"a" * 18}))
     held.read("ORDERS", [ref], {})
@@ -86,7 +89,7 @@ def test_a_read_without_a_mark_written_here_does_not_drop_it() -> None:
 
 
 def test_a_marks_item_written_here_but_never_read_is_read_before_it_is_trusted() -> None:
-    held = HeldMarks(clock=Clock())
+    held = HeldMarks(clock=FakeClock(NOW))
     ref = ItemRef(0, T0 - T0 % 250)
     held.wrote("ORDERS", ref, Marks(purged=KeySets(ulids={b"a" * 18})))
 
@@ -96,7 +99,7 @@ def test_a_marks_item_written_here_but_never_read_is_read_before_it_is_trusted()
 
 
 def test_a_clock_that_steps_back_has_held_marks_read_again() -> None:
-    clock = Clock()
+    clock = FakeClock(NOW)
     held = HeldMarks(clock=clock)
     ref = ItemRef(0, T0 - T0 % 250)
     held.read("ORDERS", [ref], {})
@@ -123,7 +126,7 @@ def test_what_the_purge_sees_pending_is_every_unmarked_consumed_key_and_nothing_
     steps: list[tuple[str, object]],
 ) -> None:
     """Held marks only ever lag behind other writers: never an unmarked key hidden, never an unrecorded one shown."""
-    clock = Clock()
+    clock = FakeClock(NOW)
     purge = memory_ledger(clock=clock)
     other = Ledger(purge.backend, clock=clock)
     recorded: set[str] = set()

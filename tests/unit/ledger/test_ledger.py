@@ -25,7 +25,8 @@ from brokersync.ledger import (
 from brokersync.ledger.ledger import LEGACY_SHARDS
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH
-from tests.unit.ledger.conftest import NOW, Clock, spy_backend_reads
+from tests.fake_clock import FakeClock
+from tests.unit.ledger.conftest import NOW, spy_backend_reads
 
 T0 = int(NOW * 1000)
 MESSAGE_ID = "ID:ip-10-0-1-23.ec2.internal-38123-1795340000000-3:1:1:1:{}"
@@ -157,7 +158,7 @@ def test_an_invalid_key_is_refused_and_nothing_is_written(ledger: Ledger) -> Non
     assert ledger.pending("ORDERS") == []
 
 
-def test_repair_adds_keys_as_new_pending_work(ledger: Ledger, clock: Clock) -> None:
+def test_repair_adds_keys_as_new_pending_work(ledger: Ledger, clock: FakeClock) -> None:
     keys = _ulids(3, at_ms=T0 - 86_400_000)
     clock.now += 60
 
@@ -181,7 +182,7 @@ def test_marking_a_bucket_in_two_rounds_costs_the_second_what_marking_it_at_once
     keys = _ulids(400)
     ledger.record("ORDERS", _entries(keys, step_ms=0))
     pending = ledger.pending("ORDERS")
-    once = memory_ledger(clock=Clock())
+    once = memory_ledger(clock=FakeClock(NOW))
     once.record("ORDERS", _entries(keys, step_ms=0))
 
     ledger.mark_purged("ORDERS", pending[:200])
@@ -205,7 +206,7 @@ def test_a_marks_write_asks_dynamodb_for_nothing_back(project_root, monkeypatch:
     monkeypatch.setattr(TableConnection, "update_item", spied)
     with mock_aws():
         create_ledger_table(boto3.client("dynamodb", region_name="us-east-1"), "t", project_root / "template.yaml")
-        ledger = dynamodb_ledger("t", region="us-east-1", clock=Clock())
+        ledger = dynamodb_ledger("t", region="us-east-1", clock=FakeClock(NOW))
         ledger.record("ORDERS", _entries(_ulids(3)))
         asked.clear()
         ledger.mark_purged("ORDERS", ledger.pending("ORDERS"))
@@ -218,7 +219,7 @@ def test_every_item_carries_a_ttl(project_root) -> None:
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_ledger_table(client, "ttl-test", project_root / "template.yaml")
-        ledger = dynamodb_ledger("ttl-test", region="us-east-1", clock=Clock())
+        ledger = dynamodb_ledger("ttl-test", region="us-east-1", clock=FakeClock(NOW))
         ledger.record("ORDERS", _entries(_ulids(20)))
         ledger.mark_purged("ORDERS", ledger.pending("ORDERS")[:5])
 
@@ -345,10 +346,10 @@ def test_a_page_of_work_pointers_is_read_in_one_items_read_not_two_per_pointer(
 
 def _upgraded(keys: list[str], message_ids: list[str]) -> tuple[Ledger, Ledger]:
     """A ledger written by a release with two shards, and the same table read by this release."""
-    before = memory_ledger(shards=LEGACY_SHARDS[0], clock=Clock())
+    before = memory_ledger(shards=LEGACY_SHARDS[0], clock=FakeClock(NOW))
     before.record("ORDERS", _entries(keys))
     before.record("PAYMENTS", [LedgerEntry(m, T0) for m in message_ids])
-    return before, Ledger(before.backend, clock=Clock())
+    return before, Ledger(before.backend, clock=FakeClock(NOW))
 
 
 def test_a_ledger_written_with_two_shards_answers_every_key_after_the_upgrade_to_one() -> None:
@@ -383,7 +384,7 @@ def test_a_key_was_never_consumed_is_still_answered_false_across_both_layouts() 
 
 def test_once_no_earlier_layout_is_read_every_query_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("brokersync.ledger.ledger.LEGACY_SHARDS", ())
-    ledger = memory_ledger(clock=Clock())
+    ledger = memory_ledger(clock=FakeClock(NOW))
     keys = _ulids(10)
     ledger.record("ORDERS", _entries(keys))
 
@@ -404,7 +405,7 @@ def _replicate_items(primary: Ledger, replica: Ledger, queue: str) -> None:
 
 
 def test_a_pointer_read_before_the_write_it_names_stays_until_that_write_arrives(ledger: Ledger) -> None:
-    primary = memory_ledger(clock=Clock())
+    primary = memory_ledger(clock=FakeClock(NOW))
     keys = _ulids(30)
     primary.record("ORDERS", _entries(keys))
     _replicate_pointers_only(primary, ledger, "ORDERS")
@@ -418,7 +419,7 @@ def test_a_pointer_read_before_the_write_it_names_stays_until_that_write_arrives
 def test_a_pointer_whose_item_holds_only_an_earlier_write_stays_and_its_keys_are_found_later(
     ledger: Ledger,
 ) -> None:
-    primary = memory_ledger(clock=Clock())
+    primary = memory_ledger(clock=FakeClock(NOW))
     first, second = _ulids(10), _ulids(10)
     primary.record("ORDERS", _entries(first))
     _replicate_pointers_only(primary, ledger, "ORDERS")
@@ -519,11 +520,11 @@ def test_many_keys_asked_together_answer_as_each_asked_alone(
 ) -> None:
     """Whatever was recorded where (two shard layouts, a message id twice, a key consumed late), the batched
     read gives each key exactly what ``consumed_entries`` gives it, and leaves out keys the ledger cannot hold."""
-    written = memory_ledger(shards=shards, clock=Clock())
+    written = memory_ledger(shards=shards, clock=FakeClock(NOW))
     for key, offset_ms, copy in records:
         message_id = key if key.startswith("ID:") else MESSAGE_ID.format(100 + copy)
         written.record("ORDERS", [LedgerEntry(key, T0 + offset_ms, message_id)])
-    ledger = Ledger(written.backend, clock=Clock())
+    ledger = Ledger(written.backend, clock=FakeClock(NOW))
 
     together = ledger.consumed_entries_of("ORDERS", asked, timedelta(minutes=15))
 

@@ -7,23 +7,16 @@ from typing import Any
 from botocore.exceptions import ReadTimeoutError
 
 from brokersync_local.replication import Change, GlobalTableReplication, RegionEndpoint
+from tests.fake_clock import FakeClock
 
 KEY = {"pk": {"S": "C#ORDERS#0"}, "sk": {"N": "1000"}}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class PausedRegion:
     """A region's table and stream. ``pause_next`` freezes it mid-request (SIGSTOP): every write
     sent while it is frozen times out for the caller and lands when it resumes (SIGCONT)."""
 
-    def __init__(self, name: str, clock: Clock) -> None:
+    def __init__(self, name: str, clock: FakeClock) -> None:
         self.name = name
         self.clock = clock
         self.items: dict[str, dict[str, Any]] = {}
@@ -71,7 +64,7 @@ def _item(*keys: str) -> dict[str, Any]:
 
 
 def _two_regions(
-    clock: Clock, west_kind: type[PausedRegion] = PausedRegion
+    clock: FakeClock, west_kind: type[PausedRegion] = PausedRegion
 ) -> tuple[GlobalTableReplication, PausedRegion, Any]:
     """Replication between two stand-in regions (east, then west as ``west_kind``)."""
     replication = GlobalTableReplication(
@@ -83,7 +76,7 @@ def _two_regions(
 
 
 def test_a_write_that_timed_out_and_landed_later_is_not_bounced_back_over_newer_versions() -> None:
-    clock = Clock()
+    clock = FakeClock()
     replication, east, west = _two_regions(clock)
 
     east.write(_item("a"))  # the relay's first write of a capture item
@@ -108,7 +101,7 @@ def test_a_write_that_timed_out_and_landed_later_is_not_bounced_back_over_newer_
 class CountingRegion(PausedRegion):
     """A paused region that counts the calls made to it: each one is a timeout to wait out."""
 
-    def __init__(self, name: str, clock: Clock) -> None:
+    def __init__(self, name: str, clock: FakeClock) -> None:
         super().__init__(name, clock)
         self.calls = 0
 
@@ -122,7 +115,7 @@ class CountingRegion(PausedRegion):
 
 
 def test_a_region_whose_stream_does_not_answer_costs_a_step_one_timeout_and_its_changes_wait() -> None:
-    clock = Clock()
+    clock = FakeClock()
     replication, east, west = _two_regions(clock, CountingRegion)
     west.paused = True
 

@@ -7,20 +7,13 @@ from typing import Any
 import pytest
 
 from brokersync_local.replication import Change, GlobalTableReplication, RegionEndpoint
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fake_clock import FakeClock
 
 
 class Region:
     """A region's table and stream; ``landed`` lists the item keys in the order writes arrived."""
 
-    def __init__(self, name: str, clock: Clock) -> None:
+    def __init__(self, name: str, clock: FakeClock) -> None:
         self.name = name
         self.clock = clock
         self.stream: list[dict[str, Any]] = []
@@ -48,8 +41,8 @@ class Region:
         self.landed.append((change.image["pk"]["S"], change.image["v"]["S"]))
 
 
-def _pair(jitter: float, seed: int) -> tuple[GlobalTableReplication, Region, Region, Clock]:
-    clock = Clock()
+def _pair(jitter: float, seed: int) -> tuple[GlobalTableReplication, Region, Region, FakeClock]:
+    clock = FakeClock()
     replication = GlobalTableReplication(
         "ledger",
         [RegionEndpoint("us-east-1", "http://e"), RegionEndpoint("us-west-2", "http://w")],
@@ -62,7 +55,7 @@ def _pair(jitter: float, seed: int) -> tuple[GlobalTableReplication, Region, Reg
     return replication, east, west, clock
 
 
-def _run(replication: GlobalTableReplication, clock: Clock, seconds: float) -> None:
+def _run(replication: GlobalTableReplication, clock: FakeClock, seconds: float) -> None:
     for _ in range(int(seconds / 0.05)):
         clock.now += 0.05
         replication.step()

@@ -20,6 +20,7 @@ from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Queue, load_topology
+from tests.fake_clock import FakeClock
 
 NOW = 1_795_340_000.0
 _SEQ = itertools.count(1)
@@ -138,16 +139,8 @@ class FakePrimary:
         }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _watched(
-    topology_path: Path, primary: FakePrimary, clock: Clock, dr: FakeDR | None = None
+    topology_path: Path, primary: FakePrimary, clock: FakeClock, dr: FakeDR | None = None
 ) -> tuple[PurgeService, Ledger]:
     ledger = memory_ledger(clock=clock)
     dr = dr if dr is not None else FakeDR()
@@ -167,7 +160,7 @@ ELEVEN_MINUTES_AGO = int(NOW * 1000) - 11 * 60_000
 
 
 def test_an_old_key_is_marked_missing_once_the_outflow_is_empty_over_a_connected_bridge(topology_path: Path) -> None:
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock())
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW))
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     result = service.purge_queue("ORDERS")
@@ -177,7 +170,9 @@ def test_an_old_key_is_marked_missing_once_the_outflow_is_empty_over_a_connected
 
 
 def test_an_old_key_stays_pending_while_the_outflow_still_holds_copies(topology_path: Path) -> None:
-    service, ledger = _watched(topology_path, FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock())
+    service, ledger = _watched(
+        topology_path, FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), FakeClock(NOW)
+    )
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     result = service.purge_queue("ORDERS")
@@ -189,7 +184,7 @@ def test_an_old_key_stays_pending_while_the_outflow_still_holds_copies(topology_
 def test_an_old_key_stays_pending_while_the_primary_is_unreachable_or_its_bridge_is_down(
     topology_path: Path, primary: FakePrimary
 ) -> None:
-    service, ledger = _watched(topology_path, primary, Clock())
+    service, ledger = _watched(topology_path, primary, FakeClock(NOW))
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     assert service.purge_queue("ORDERS").missing == 0
@@ -198,7 +193,7 @@ def test_an_old_key_stays_pending_while_the_primary_is_unreachable_or_its_bridge
 def test_an_old_key_is_given_up_once_the_backlog_enqueued_before_it_has_left_the_primary(
     topology_path: Path,
 ) -> None:
-    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock()
+    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), FakeClock(NOW)
     service, ledger = _watched(topology_path, primary, clock)
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
     assert service.purge_queue("ORDERS").missing == 0
@@ -210,7 +205,7 @@ def test_an_old_key_is_given_up_once_the_backlog_enqueued_before_it_has_left_the
 
 
 def test_a_primary_restart_starts_the_counters_afresh_and_proves_nothing_by_itself(topology_path: Path) -> None:
-    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), Clock()
+    primary, clock = FakePrimary(size=40_000, enqueued=90_000, dequeued=50_000), FakeClock(NOW)
     service, ledger = _watched(topology_path, primary, clock)
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
     service.purge_queue("ORDERS")
@@ -225,7 +220,7 @@ def test_an_old_key_whose_copy_a_browse_finds_on_dr_is_kept_pending_and_removed_
     """A removal that found nothing may have met a DR broker slow to dispatch (the dr-region-loss drill)."""
     consumed = _consumed(2, ELEVEN_MINUTES_AGO)
     dr = FakeDR({c.message_id for c in consumed}, slow={c.message_id for c in consumed})
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW), dr)
     ledger.record("ORDERS", consumed)
 
     assert service.purge_queue("ORDERS").missing == 0
@@ -236,7 +231,7 @@ def test_an_old_key_whose_copy_a_browse_finds_on_dr_is_kept_pending_and_removed_
 def test_of_old_keys_only_those_a_browse_cannot_find_on_dr_are_marked_missing(topology_path: Path) -> None:
     on_dr, lost = _consumed(1, ELEVEN_MINUTES_AGO), _consumed(1, ELEVEN_MINUTES_AGO)
     dr = FakeDR({on_dr[0].message_id}, slow={on_dr[0].message_id})
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW), dr)
     ledger.record("ORDERS", on_dr + lost)
 
     result = service.purge_queue("ORDERS")
@@ -248,7 +243,7 @@ def test_of_old_keys_only_those_a_browse_cannot_find_on_dr_are_marked_missing(to
 def test_nothing_is_given_up_while_a_browse_cannot_tell_what_dr_holds(topology_path: Path) -> None:
     """Too deep to browse whole, memory past the paging mark, or the broker not answering."""
     dr = FakeDR(browsable=False)
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW), dr)
     ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
     assert service.purge_queue("ORDERS").missing == 0
@@ -256,7 +251,7 @@ def test_nothing_is_given_up_while_a_browse_cannot_tell_what_dr_holds(topology_p
 
 def test_only_keys_the_copy_path_has_passed_are_browsed_for(topology_path: Path) -> None:
     dr = FakeDR()
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock(), dr)
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW), dr)
     old, young = _consumed(1, ELEVEN_MINUTES_AGO), _consumed(1)
     ledger.record("ORDERS", old + young)
 
@@ -268,11 +263,11 @@ def test_only_keys_the_copy_path_has_passed_are_browsed_for(topology_path: Path)
 def test_without_a_browse_of_dr_nothing_is_ever_given_up(topology_path: Path) -> None:
     """A remover with no broker connection to browse gives no absence check: keys wait."""
     service = PurgeService(
-        memory_ledger(clock=Clock()),
+        memory_ledger(clock=FakeClock(NOW)),
         FakeDR(),  # type: ignore[arg-type]
         load_topology(topology_path),
         primary_statistics=FakePrimary(size=0, bridges=1),  # type: ignore[arg-type]
-        clock=Clock(),
+        clock=FakeClock(NOW),
     )
     service.ledger.record("ORDERS", _consumed(1, ELEVEN_MINUTES_AGO))
 
@@ -307,7 +302,7 @@ def test_keys_never_found_whose_retry_is_due_take_at_most_a_quarter_of_the_batch
 
 def test_a_key_not_tried_in_a_round_is_never_given_up_in_it(topology_path: Path) -> None:
     """Giving up needs a fresh look: the copy path draining past a key means its copy may be on DR now."""
-    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), Clock())
+    service, ledger = _watched(topology_path, FakePrimary(size=0, bridges=1), FakeClock(NOW))
     old = _consumed(1, ELEVEN_MINUTES_AGO)
     ledger.record("ORDERS", old)
     service._waiting["ORDERS"] = {old[0].message_id: float("inf")}  # looked for lately, retry not due
