@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.statistics import StatisticsClient
+from brokersync.broker.statistics import QueueStats, StatisticsClient
 from brokersync.broker.stomp import StompConnector, send_in_one_write
 from brokersync.capture.advisory import parse_consumed_advisory
 from brokersync.capture.audit import CaptureAudit
@@ -187,7 +187,12 @@ class AdvisoryRelay:
         """
         report = RelayReport()
         deadline = time.monotonic() + max_seconds
-        handover = Handover(self._consumers, hand_over_s) if hand_over_s > 0 and self.statistics is not None else None
+        statistics = self.statistics
+        handover = (
+            Handover(lambda: _advisory_consumers(statistics), hand_over_s)
+            if hand_over_s > 0 and statistics is not None
+            else None
+        )
         stop = stop or threading.Event()
         self._roles_moved = False
         self._connect()
@@ -228,13 +233,6 @@ class AdvisoryRelay:
             # No successor within the wait: advisories wait on the broker until one comes.
             self.metrics.add_metric("RelayHandoverMissed", "Count", 1)
             logger.warning("no next relay consumed within %.0f s of this one's time: it left anyway", handover.within_s)
-
-    def _consumers(self) -> int | None:
-        """Consumers of the advisory queue now, this relay among them (None: the broker did not say)."""
-        if self.statistics is None:
-            return None
-        stats = self.statistics.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
-        return None if stats is None else stats.consumer_count
 
     def _take_batch(self, deadline: float, stop: threading.Event) -> tuple[list[stomp.utils.Frame], bool]:
         """Up to ``batch_size`` frames, waiting at most ``flush_interval_s`` after the first one.
@@ -434,7 +432,21 @@ class AdvisoryRelay:
         if self.statistics is None:
             return True
         try:
-            stats = self.statistics.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+            stats = _advisory_queue(self.statistics)
         except BrokerSyncError:
             return True
         return stats is not None and stats.size > 0
+
+
+def _advisory_queue(statistics: StatisticsClient) -> QueueStats | None:
+    """The advisory queue's counters now (None: the broker has no such queue; raises when unreadable)."""
+    return statistics.queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+
+
+def _advisory_consumers(statistics: StatisticsClient) -> int | None:
+    """Consumers of the advisory queue now, the asking relay among them (None: the broker did not say).
+
+    The hand-over's count: an unreadable count raises, and :class:`Handover` waits on.
+    """
+    stats = _advisory_queue(statistics)
+    return None if stats is None else stats.consumer_count
