@@ -68,13 +68,30 @@ class FakeDR:
         return {k for k in message_ids if k not in self.present} if self.browsable else set()
 
 
-def _service(topology_path: Path, dr: FakeDR, **settings: object) -> tuple[PurgeService, Ledger]:
+class _Statistics:
+    """A broker's statistics plugin answering one depth for every queue (None: failing), counting its queries."""
+
+    def __init__(self, depth: int | None) -> None:
+        self.depth = depth
+        self.queries = 0
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        self.queries += 1
+        if self.depth is None:
+            raise BrokerUnavailableError("statistics unavailable")
+        return {n: QueueStats(n, self.depth, 0, 0, 0, 0, 0, 0, "b", "dr") for n in names}
+
+
+def _service(
+    topology_path: Path, dr: FakeDR, dr_statistics: _Statistics | None = None, **settings: object
+) -> tuple[PurgeService, Ledger]:
     ledger = memory_ledger(clock=lambda: NOW)
     service = PurgeService(
         ledger,
         dr,
         load_topology(topology_path),
         settings=PurgeSettings(**settings),
+        dr_statistics=dr_statistics,  # type: ignore[arg-type]
         clock=lambda: NOW,  # type: ignore[arg-type]
     )
     return service, ledger
@@ -486,10 +503,12 @@ def _young_and_selectors_worth(extra: int) -> list[LedgerEntry]:
     return _consumed(225 + extra)
 
 
-def _holding(topology_path: Path, consumed: list[LedgerEntry], **settings: object) -> tuple[PurgeService, FakeDR]:
+def _holding(
+    topology_path: Path, consumed: list[LedgerEntry], dr_statistics: _Statistics | None = None, **settings: object
+) -> tuple[PurgeService, FakeDR]:
     """A service whose DR holds every consumed copy, with ``consumed`` recorded and the hold as ``settings`` say."""
     dr = FakeDR({c.message_id for c in consumed})
-    service, ledger = _service(topology_path, dr, **settings)
+    service, ledger = _service(topology_path, dr, dr_statistics, **settings)
     ledger.record("ORDERS", consumed)
     return service, dr
 
@@ -611,34 +630,10 @@ def test_holding_is_on_by_default(topology_path: Path) -> None:
     assert (result.purged, result.held) == (0, 30)
 
 
-class _DepthOnDR:
-    """The DR broker's statistics plugin answering one depth for every queue, or failing."""
-
-    def __init__(self, depth: int | None) -> None:
-        self.depth = depth
-        self.queries = 0
-
-    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
-        self.queries += 1
-        if self.depth is None:
-            raise BrokerUnavailableError("statistics unavailable")
-        return {n: QueueStats(n, self.depth, 0, 0, 0, 0, 0, 0, "b", "dr") for n in names}
-
-
-def _holding_at_depth(topology_path: Path, depth: int | None) -> tuple[PurgeService, _DepthOnDR]:
+def _holding_at_depth(topology_path: Path, depth: int | None) -> tuple[PurgeService, _Statistics]:
     """A loop's service, 30 young keys recorded and on DR, whose DR statistics answer ``depth``."""
-    consumed = _consumed(30)
-    ledger = memory_ledger(clock=lambda: NOW)
-    statistics = _DepthOnDR(depth)
-    service = PurgeService(
-        ledger,
-        FakeDR({c.message_id for c in consumed}),
-        load_topology(topology_path),
-        settings=PurgeSettings(hold_partial_s=0.6, hold_partial_from_depth=5000),
-        dr_statistics=statistics,  # type: ignore[arg-type]
-        clock=lambda: NOW,
-    )
-    ledger.record("ORDERS", consumed)
+    statistics = _Statistics(depth)
+    service, _dr = _holding(topology_path, _consumed(30), statistics, hold_partial_s=0.6, hold_partial_from_depth=5000)
     return service, statistics
 
 
@@ -802,20 +797,9 @@ def test_a_catch_up_is_not_slowed_by_the_pause(topology_path: Path) -> None:
     assert time.monotonic() - began < 1.0
 
 
-class _CountedStatistics:
-    """A broker's statistics plugin that counts the queries it answers."""
-
-    def __init__(self) -> None:
-        self.queries = 0
-
-    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
-        self.queries += 1
-        return {}
-
-
 def test_the_loop_reads_the_brokers_depths_at_most_once_a_period_not_every_round(topology_path: Path) -> None:
     """Each read is a connection to a broker (the primary's across regions); rounds come five a second."""
-    dr_stats, primary_stats = _CountedStatistics(), _CountedStatistics()
+    dr_stats, primary_stats = _Statistics(0), _Statistics(0)
     service = PurgeService(
         memory_ledger(clock=lambda: NOW),
         FakeDR(),
