@@ -492,6 +492,7 @@ class PurgeService:
         """
         depths: dict[str, int] = {}
         names = [q.name for q in self.topology.queues]
+        self._dr_depths = {}  # what this read answers; a failed read leaves every depth unknown
         for prefix, client, queue_names in (
             ("DrDepth", self.dr_statistics, names),
             ("CopyBacklog", self.primary_statistics, [self.topology.dr_name(n) for n in names]),
@@ -502,8 +503,6 @@ class PurgeService:
                 stats = client.queue_stats(queue_names)
             except BrokerSyncError as e:
                 logger.warning("cannot read %s: %s", prefix, e)
-                if prefix == "DrDepth":
-                    self._dr_depths = {}
                 continue
             if prefix == "DrDepth":
                 self._dr_depths = {name: s.size for name, s in stats.items()}
