@@ -40,8 +40,11 @@ Role = Literal["primary", "dr"]
 Mode = Literal["sync", "mirror", "active-active"]
 SyncKey = Literal["correlation-id", "message-id"]
 
+# Every pattern below is matched whole (``fullmatch``) over ASCII: Python's ``$`` also matches
+# before a final newline, and ``\d`` takes any script's digits, so ``"ORDERS\n"`` or a port in
+# Arabic-Indic digits would otherwise pass, to be rendered into the brokers' XML as another name.
 # A plain physical queue name: no wildcards (`>` `*`), no composite separator (`,`), no blanks.
-_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*$")
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*", re.ASCII)
 #: Longest synced queue name. ActiveMQ sets no limit, but BrokerSync puts the name into keys
 #: AWS does limit: the ledger's partition keys (DynamoDB: 2,048 bytes) and the snapshot parts'
 #: S3 keys (1,024 bytes, after a ``snapshots/<run>/<role>/`` prefix). A longer name would pass
@@ -49,26 +52,37 @@ _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*$")
 MAX_QUEUE_NAME_LENGTH = 255
 #: Secrets Manager's own rule for a secret's name (the functions read the broker users' passwords there).
 _SECRET_NAME_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"  # noqa: S105 (a name rule, not a password)
-_BROKER_ID = re.compile(r"^b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_BROKER_ID = re.compile(r"b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII)
 _BROKER_ARN = re.compile(
-    r"^arn:aws[a-z-]*:mq:[a-z0-9-]+:\d{12}:broker:[A-Za-z0-9_-]{1,50}:"
-    r"b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+    r"arn:aws[a-z-]*:mq:[a-z0-9-]+:[0-9]{12}:broker:[A-Za-z0-9_-]{1,50}:"
+    r"b-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    re.ASCII,
 )
-#: A host and port, no query: the rendered connector URI puts endpoints in a composite whose
-#: own query follows them, so a ``?`` or ``&`` inside one would set the bridge's options.
-_OPENWIRE = re.compile(r"^(ssl|tcp|nio|nio\+ssl)://[^\s,()?&#/]+:\d{1,5}$")
-_STOMP = re.compile(r"^(stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://[^\s,()?&#/]+:\d{1,5}$")
+_LOCAL_BROKER_ID = re.compile(r"local-[A-Za-z0-9_-]{1,50}", re.ASCII)
+#: An endpoint's host: a DNS name or IPv4 address, or an IPv6 address in brackets. Nothing
+#: else: the rendered connector URI puts endpoints in a composite whose own query follows
+#: them, so a ``?`` or ``&`` inside one would set the bridge's options.
+HOST_PATTERN = r"(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])"
+_PORT = r"(?P<port>[0-9]{1,5})"
+_OPENWIRE = re.compile(rf"(?:ssl|tcp|nio|nio\+ssl)://{HOST_PATTERN}:{_PORT}", re.ASCII)
+_STOMP = re.compile(rf"(?:stomp|stomp\+ssl|stomp\+nio|stomp\+nio\+ssl)://{HOST_PATTERN}:{_PORT}", re.ASCII)
 #: ActiveMQ's own cap on a network connector's reconnect wait (SimpleDiscoveryAgent).
 ACTIVEMQ_MAX_RECONNECT_DELAY_MS = 30_000
 _RESERVED_PREFIXES = ("ActiveMQ.", "BROKERSYNC.")
 #: Hosts whose plain-text endpoints are allowed: the local world's brokers on this machine.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-_ENDPOINT = re.compile(r"^(?P<scheme>[a-z+]+)://(?P<host>\[[^\]]+\]|[^:/\s]+):\d{1,5}$")
+_ENDPOINT = re.compile(rf"(?P<scheme>[a-z+]+)://(?P<host>{HOST_PATTERN}):[0-9]{{1,5}}", re.ASCII)
+
+
+def _is_endpoint(uri: str, pattern: re.Pattern[str]) -> bool:
+    """Whether ``uri`` is wholly ``pattern``'s scheme, host and a port a socket can have (1-65535)."""
+    match = pattern.fullmatch(uri)
+    return match is not None and 1 <= int(match["port"]) <= 65_535
 
 
 def is_plain_text_off_loopback(uri: str) -> bool:
     """True for an endpoint that would carry credentials in clear to another machine."""
-    match = _ENDPOINT.match(uri)
+    match = _ENDPOINT.fullmatch(uri)
     if not match:
         return False  # the URI validators reject it with their own message
     return "ssl" not in match["scheme"].split("+") and match["host"].lower() not in LOOPBACK_HOSTS
@@ -93,7 +107,7 @@ class Broker(_Strict):
     @field_validator("broker_id")
     @classmethod
     def _broker_id_or_arn(cls, value: str) -> str:
-        if _BROKER_ID.match(value) or _BROKER_ARN.match(value) or value.startswith("local-"):
+        if any(pattern.fullmatch(value) for pattern in (_BROKER_ID, _BROKER_ARN, _LOCAL_BROKER_ID)):
             return value
         raise ValueError("must be an Amazon MQ broker id (b-<uuid>), a broker ARN, or local-<name>")
 
@@ -101,7 +115,7 @@ class Broker(_Strict):
     @classmethod
     def _openwire_uris(cls, value: list[str]) -> list[str]:
         for uri in value:
-            if not _OPENWIRE.match(uri):
+            if not _is_endpoint(uri, _OPENWIRE):
                 raise ValueError(f"{uri!r} is not an OpenWire endpoint like ssl://host:61617")
         return value
 
@@ -109,7 +123,7 @@ class Broker(_Strict):
     @classmethod
     def _stomp_uris(cls, value: list[str]) -> list[str]:
         for uri in value:
-            if not _STOMP.match(uri):
+            if not _is_endpoint(uri, _STOMP):
                 raise ValueError(f"{uri!r} is not a STOMP endpoint like stomp+ssl://host:61614")
         return value
 
@@ -140,7 +154,7 @@ def synced_queue_name(value: str) -> str:
             f"{value[:40]!r}... is {len(value)} characters long; "
             f"a synced queue's name has at most {MAX_QUEUE_NAME_LENGTH}"
         )
-    if not _QUEUE_NAME.match(value):
+    if not _QUEUE_NAME.fullmatch(value):
         raise ValueError(f"{value!r} is not a plain queue name (no wildcards, commas or blanks)")
     if value.startswith(_RESERVED_PREFIXES):
         raise ValueError(f"{value!r} uses a reserved prefix ({', '.join(_RESERVED_PREFIXES)})")
@@ -213,7 +227,7 @@ class Tuning(_Strict):
 
 
 _GROUP = r"^[A-Za-z0-9_.@-]{1,100}$"
-_PATTERN = re.compile(r"^([A-Za-z0-9_$\-]+|\*|>)(\.([A-Za-z0-9_$\-]+|\*|>))*$")
+_PATTERN = re.compile(r"([A-Za-z0-9_$\-]+|\*|>)(\.([A-Za-z0-9_$\-]+|\*|>))*", re.ASCII)
 Group = Annotated[str, Field(pattern=_GROUP)]
 
 
@@ -250,7 +264,7 @@ class Access(_Strict):
     @classmethod
     def _patterns(cls, value: list[str]) -> list[str]:
         for pattern in value:
-            if not _PATTERN.match(pattern):
+            if not _PATTERN.fullmatch(pattern):
                 raise ValueError(f"{pattern!r} is not an ActiveMQ destination pattern like APP.> or orders.*")
         return value
 

@@ -19,14 +19,18 @@ from brokersync.broker.stomp_headers import install as install_fast_header_parsi
 from brokersync.broker.stomp_receive import install as install_fast_receiving
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.redaction import install as install_log_redaction
-from brokersync.topology import LOOPBACK_HOSTS
+from brokersync.topology import HOST_PATTERN, LOOPBACK_HOSTS
 
 install_log_redaction()  # stomp.py logs each frame it sends, CONNECT's passcode included, at DEBUG
 install_fast_header_parsing()  # stomp.py's per-header re.sub was the relay's largest cost (decision 0016)
 install_fast_frame_parsing()  # then its two regular expressions per frame (decision 0020)
 install_fast_receiving()  # then its buffer copy per frame and two listener passes per message (decision 0035)
 
-_URI = re.compile(r"^(?P<scheme>stomp(?:\+nio)?(?P<tls>\+ssl)?)://(?P<host>[^:/\s]+):(?P<port>\d{1,5})$")
+#: Matched whole and over ASCII (``$`` alone would let a final newline through); the host is
+#: the topology's (an IPv6 address in brackets, which the socket takes without them).
+_URI = re.compile(
+    rf"(?P<scheme>stomp(?:\+nio)?(?P<tls>\+ssl)?)://(?P<host>{HOST_PATTERN}):(?P<port>[0-9]{{1,5}})", re.ASCII
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +50,10 @@ class BrokerCredentials:
 
 def parse_stomp_uri(uri: str) -> StompEndpoint:
     """``stomp+ssl://host:61614`` → endpoint; also accepts a bare ``host:port`` (plain STOMP)."""
-    match = _URI.match(uri) or _URI.match(f"stomp://{uri}")
-    if not match:
+    match = _URI.fullmatch(uri) or _URI.fullmatch(f"stomp://{uri}")
+    if not match or not 1 <= int(match["port"]) <= 65_535:
         raise ValueError(f"{uri!r} is not a STOMP endpoint like stomp+ssl://host:61614")
-    return StompEndpoint(match["host"], int(match["port"]), tls=bool(match["tls"]))
+    return StompEndpoint(match["host"].strip("[]"), int(match["port"]), tls=bool(match["tls"]))
 
 
 class StompConnector:
