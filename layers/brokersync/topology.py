@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokersync.exceptions import TopologyError
 from brokersync.text_files import read_text_file
+from brokersync.whole_numbers import WholeNumber, not_a_bool
 
 #: The queue on the primary that buffers consumed advisories until the relay drains them.
 CONSUMED_QUEUE = "BROKERSYNC.CONSUMED"
@@ -197,12 +198,12 @@ class BridgeTuning(_Strict):
     #: Network connectors opened in parallel to the DR broker, each consuming every Q.DR.
     #: One bridge forwards persistent messages one synchronous store at a time; several
     #: share the load (order across bridges is not kept; see docs, "Copy throughput").
-    parallel_bridges: Annotated[int, Field(ge=1, le=16)] = 1
+    parallel_bridges: Annotated[WholeNumber, Field(ge=1, le=16)] = 1
     #: Longest wait between the bridge's attempts to reach a DR broker that is down. ActiveMQ
     #: doubles the wait from 1 s after each failed attempt up to this cap; its own 30 s leaves
     #: copies waiting up to 30 s after a DR reboot. The default stays ActiveMQ's until a lower
     #: cap is shown not to break the DR-region-loss drill (decision 0025).
-    max_reconnect_delay_ms: Annotated[int, Field(ge=1000, le=ACTIVEMQ_MAX_RECONNECT_DELAY_MS)] = (
+    max_reconnect_delay_ms: Annotated[WholeNumber, Field(ge=1000, le=ACTIVEMQ_MAX_RECONNECT_DELAY_MS)] = (
         ACTIVEMQ_MAX_RECONNECT_DELAY_MS
     )
 
@@ -215,10 +216,10 @@ class DrTuning(_Strict):
     #: ``journal_sync_interval_ms`` instead, which more than doubles the bridge's rate at the
     #: price of losing up to that interval of copies if the DR broker's host fails abruptly.
     journal_disk_sync: Literal["always", "periodic"] = "periodic"
-    journal_sync_interval_ms: Annotated[int, Field(ge=100, le=10_000)] = 1000
-    max_page_size: Annotated[int, Field(ge=200, le=1_000_000)] = 200_000
-    max_browse_page_size: Annotated[int, Field(ge=400, le=1_000_000)] = 200_000
-    memory_limit_mb: Annotated[int, Field(ge=1, le=65_536)] = 128
+    journal_sync_interval_ms: Annotated[WholeNumber, Field(ge=100, le=10_000)] = 1000
+    max_page_size: Annotated[WholeNumber, Field(ge=200, le=1_000_000)] = 200_000
+    max_browse_page_size: Annotated[WholeNumber, Field(ge=400, le=1_000_000)] = 200_000
+    memory_limit_mb: Annotated[WholeNumber, Field(ge=1, le=65_536)] = 128
 
 
 class Tuning(_Strict):
@@ -277,7 +278,7 @@ class Access(_Strict):
 class Topology(_Strict):
     """The pair, its synced queues and how they are copied."""
 
-    version: Literal[1] = 1
+    version: Annotated[Literal[1], BeforeValidator(not_a_bool)] = 1
     dr_suffix: Annotated[str, Field(pattern=r"^\.[A-Za-z0-9_$\-]{1,32}$")] = ".DR"
     brokers: Annotated[list[Broker], Field(min_length=2, max_length=2)]
     queues: Annotated[list[Queue], Field(min_length=1)]

@@ -128,9 +128,12 @@ def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
         (lambda r: r["brokers"][0].update(crdr=True), "brokers"),
         (lambda r: r["tuning"]["bridge"].update(prefetch=10), "tuning.bridge.prefetch"),
         (lambda r: r["tuning"]["dr"].update(max_page_size=10), "tuning.dr.max_page_size"),
+        # A boolean is not a number: read as 1 it would be a 1 MB DR queue that pages nothing in.
+        (lambda r: r["tuning"]["dr"].update(memory_limit_mb=True), "tuning.dr.memory_limit_mb"),
         (lambda r: r.update(dr_suffix="DR"), "dr_suffix"),
         (lambda r: r.update(dr_suffix="." + "D" * 33), "dr_suffix"),
         (lambda r: r.update(version=2), "version"),
+        (lambda r: r.update(version=True), "version"),
     ],
 )
 def test_an_invalid_topology_names_the_offending_field(raw: dict[str, Any], mutate: Any, field: str) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from brokersync.failover.errors import FailoverRequestError
+from brokersync.whole_numbers import WholeNumber
 
 Mode = Literal["SWITCHOVER", "FAILOVER", "FAILBACK"]
 MODES: tuple[Mode, ...] = ("SWITCHOVER", "FAILOVER", "FAILBACK")
@@ -59,8 +60,8 @@ class TransitionRequest(_Wire):
     mode: str = ""
     #: The broker to make primary; the one playing DR when omitted.
     target: str | None = None
-    drain_timeout_seconds: int = Field(DEFAULT_DRAIN_TIMEOUT_S, ge=0, le=MAX_TIMEOUT_S)
-    running_timeout_seconds: int = Field(DEFAULT_RUNNING_TIMEOUT_S, ge=0, le=MAX_TIMEOUT_S)
+    drain_timeout_seconds: WholeNumber = Field(DEFAULT_DRAIN_TIMEOUT_S, ge=0, le=MAX_TIMEOUT_S)
+    running_timeout_seconds: WholeNumber = Field(DEFAULT_RUNNING_TIMEOUT_S, ge=0, le=MAX_TIMEOUT_S)
 
     @classmethod
     def parse(cls, raw: object) -> TransitionRequest:
@@ -79,12 +80,12 @@ class TransitionContext(_Wire):
     source: str = Field(min_length=1)
     target: str = Field(min_length=1)
     crdr: bool
-    transition_started_at_ms: int = Field(ge=0)
-    drain_deadline_ms: int = Field(ge=0)
-    running_deadline_ms: int = Field(ge=0)
+    transition_started_at_ms: WholeNumber = Field(ge=0)
+    drain_deadline_ms: WholeNumber = Field(ge=0)
+    running_deadline_ms: WholeNumber = Field(ge=0)
     #: A failback's: when the rejoining broker stopped being primary (the start of the transition
     #: that replaced it), read before the failback claimed the record; None when not known.
-    source_left_at_ms: int | None = Field(default=None, ge=0)
+    source_left_at_ms: WholeNumber | None = Field(default=None, ge=0)
 
     @classmethod
     def parse(cls, raw: object, brokers: set[str]) -> TransitionContext:

@@ -37,6 +37,7 @@ def test_a_context_round_trips_through_the_wire_format_the_state_machines_read()
         ({"drainDeadlineMs": "soon"}, "drainDeadlineMs"),
         ({"extra": 1}, "extra"),
         ({"sourceLeftAtMs": -1}, "sourceLeftAtMs"),
+        ({"drainDeadlineMs": True}, "drainDeadlineMs"),
     ],
 )
 def test_a_forged_context_is_refused_naming_what_is_wrong(change: dict[str, object], named: str) -> None:
@@ -69,7 +70,17 @@ def test_an_empty_request_takes_the_default_timeouts() -> None:
     assert (request.mode, request.target, request.drain_timeout_seconds) == ("", None, 300)
 
 
-@pytest.mark.parametrize("change", [{"drainTimeoutSeconds": -1}, {"runningTimeoutSeconds": 10**9}, {"modee": "x"}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"drainTimeoutSeconds": -1},
+        {"runningTimeoutSeconds": 10**9},
+        {"modee": "x"},
+        # JSON true is not a number of seconds: read as 1, it would cut a switchover's drain to a second.
+        {"drainTimeoutSeconds": True},
+        {"runningTimeoutSeconds": False},
+    ],
+)
 def test_a_request_with_a_bad_field_is_refused(change: dict[str, object]) -> None:
     with pytest.raises(FailoverRequestError, match="request"):
         TransitionRequest.parse({"mode": "FAILOVER"} | change)
