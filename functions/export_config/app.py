@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import ENV_BROKER_IDS, runtime_topology, setting
 from brokersync.config_export import broker_id_overrides, export_configurations
+from brokersync.invocation import event_object
 
 logger = Logger()
 metrics = Metrics()
@@ -37,7 +38,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         TOPOLOGY,
         topology_text,
         region=REGION,
-        broker_ids=broker_id_overrides(event.get("brokerIds"), TOPOLOGY) or BROKER_IDS,
+        broker_ids=broker_id_overrides(event_object(event, {}).get("brokerIds"), TOPOLOGY) or BROKER_IDS,
     )
     metrics.add_metric(name="ConfigurationsExported", unit="Count", value=len(exported))
     return {

@@ -17,6 +17,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import setting
+from brokersync.invocation import event_object
 from brokersync.repair import MALFORMED_ROW, PurgeListRow, purge_list_row, repair_from_purge_list
 from brokersync.runtime import ledger_from_env
 
@@ -47,7 +48,7 @@ def _rows(prefix: str) -> Iterator[PurgeListRow]:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    prefix = event.get("prefix")
+    prefix = event_object(event, {"prefix": "reconcile/<run>/purge_list_json/"}).get("prefix")
     if not isinstance(prefix, str) or not prefix.startswith("reconcile/"):
         raise ValueError(f"prefix must name a reconcile run's purge list (reconcile/<run>/...), not {prefix!r}")
     report = repair_from_purge_list(LEDGER, _rows(prefix))

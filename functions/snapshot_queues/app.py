@@ -14,6 +14,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from brokersync.config import runtime_topology, setting
+from brokersync.invocation import event_object
 from brokersync.runtime import broker_connector, role_store
 from brokersync.snapshot import QueueBrowser, snapshot_broker
 
@@ -29,12 +30,13 @@ ROLES = role_store()
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    role = event.get("role", "dr")
+    fields = event_object(event, {"role": "dr"})
+    role = fields.get("role", "dr")
     if role not in ("primary", "dr"):
         raise ValueError(f"role must be 'primary' or 'dr', not {role!r}")
     topology = ROLES.current(TOPOLOGY)
     broker = topology.broker(role)
-    prefix = event.get("prefix") or f"snapshots/{datetime.now(UTC):%Y%m%dT%H%M%SZ}/{role}"
+    prefix = fields.get("prefix") or f"snapshots/{datetime.now(UTC):%Y%m%dT%H%M%SZ}/{role}"
     if not isinstance(prefix, str) or not prefix.startswith("snapshots/") or ".." in prefix:
         raise ValueError(f"prefix must lie under snapshots/ (where this function may write), not {prefix!r}")
 

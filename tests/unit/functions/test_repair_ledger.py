@@ -57,6 +57,12 @@ def test_a_prefix_outside_the_reconcile_runs_is_refused(handler: ModuleType) -> 
         handler.lambda_handler({"prefix": "configurations/"}, FakeContext())
 
 
+@pytest.mark.parametrize("event", ["reconcile/run/purge_list_json/", ["reconcile/"], None])
+def test_an_event_that_is_not_an_object_is_refused_with_an_example(handler: ModuleType, event: object) -> None:
+    with pytest.raises(ValueError, match=r"must be a JSON object like \{\"prefix\""):
+        handler.lambda_handler(event, FakeContext())
+
+
 def test_a_bad_line_or_a_broken_part_is_counted_and_every_readable_row_is_recorded(handler: ModuleType) -> None:
     def row(n: int) -> str:
         return json.dumps(
