@@ -35,3 +35,10 @@ def test_the_depth_ratio_compares_the_deepest_step_with_the_shallowest_each_rela
     run = {"sync": {"0": {"cpu_s_per_1000": STEP}, "50000": {"cpu_s_per_1000": _slower(deep, 0.6)}}}
 
     assert depth_ratio_over_application(run) == 1.5
+
+
+def test_the_depth_ratio_is_taken_before_the_relative_figures_are_rounded() -> None:
+    shallow = {"dr_broker": 0.0044, "producer": 0.5, "consumer": 0.5}
+    run = {"sync": {"0": {"cpu_s_per_1000": shallow}, "50000": {"cpu_s_per_1000": {**shallow, "dr_broker": 0.0066}}}}
+
+    assert depth_ratio_over_application(run) == 1.5

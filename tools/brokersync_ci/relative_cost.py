@@ -24,16 +24,23 @@ APPLICATION = ("producer", "consumer")
 _NOT_RELATED = (*APPLICATION, "aws_emulator")
 
 
-def over_application(cpu_s_per_1000: Mapping[str, float]) -> dict[str, float]:
-    """Each process's CPU-seconds per 1,000 messages ÷ the application's (producer + consumer), same step."""
+def _relative(cpu_s_per_1000: Mapping[str, float]) -> dict[str, float]:
     application = sum(cpu_s_per_1000[name] for name in APPLICATION)
     if application <= 0:
         raise ValueError("the application spent no CPU in this step: nothing to relate the figures to")
-    return {name: round(value / application, 3) for name, value in cpu_s_per_1000.items() if name not in _NOT_RELATED}
+    return {name: value / application for name, value in cpu_s_per_1000.items() if name not in _NOT_RELATED}
+
+
+def over_application(cpu_s_per_1000: Mapping[str, float]) -> dict[str, float]:
+    """Each process's CPU-seconds per 1,000 messages ÷ the application's (producer + consumer), same step."""
+    return {name: round(value, 3) for name, value in _relative(cpu_s_per_1000).items()}
 
 
 def depth_ratio_over_application(run: Mapping[str, Any], process: str = "dr_broker") -> float:
-    """``process`` at the run's deepest step ÷ at its shallowest, each first divided by the application's."""
+    """``process`` at the run's deepest step ÷ at its shallowest, each first divided by the application's.
+
+    From the unrounded relative figures: rounding both to three places first can move the
+    ratio's second decimal when the figures are small."""
     steps = list(run["sync"].values())
-    deepest, shallowest = (over_application(step["cpu_s_per_1000"])[process] for step in (steps[-1], steps[0]))
+    deepest, shallowest = (_relative(step["cpu_s_per_1000"])[process] for step in (steps[-1], steps[0]))
     return round(deepest / shallowest, 2)
