@@ -8,6 +8,7 @@ which the state machines' Retry and Catch match (``SwitchoverRefusedError`` is n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -68,6 +69,10 @@ _MOVES: dict[str, Callable[[dict[str, Any], MoveContext, str], dict[str, Any]]] 
 }
 
 
+#: What a step's event looks like, for an operator who invokes the function by hand.
+_EXAMPLE = json.dumps({"action": "planMove", "request": {"queue": "ORDERS", "to": "dr"}})
+
+
 def _broker(event: dict[str, Any], ctx: TransitionContext) -> str:
     broker = str(event.get("broker"))
     if broker not in (ctx.source, ctx.target):
@@ -85,13 +90,16 @@ def _role(event: dict[str, Any]) -> Role:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if not isinstance(event, dict):
+        # A FailoverRequestError, so a state machine never retries it; by hand, it says what an event is.
+        raise FailoverRequestError(f"the event must be a JSON object like {_EXAMPLE}, got {json.dumps(event)[:200]}")
     action = str(event.get("action"))
     execution = str(event.get("execution", "manual"))
     logger.info("failover step", action=action, execution=execution)
     if action in _PLANNING:
         return _PLANNING[action](event, execution)
     if action in _MOVES:
-        return _MOVES[action](event, MoveContext.from_wire(event.get("ctx")), execution)
+        return _MOVES[action](event, MOVE.context(event.get("ctx")), execution)
     if action not in _ACTIONS:
         known = sorted({*_PLANNING, *_ACTIONS, *_MOVES})
         raise FailoverRequestError(f"unknown action {action!r}; one of {known}")

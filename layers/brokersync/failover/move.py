@@ -31,7 +31,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, Strict, StrictBool, StrictStr, TypeAdapter, ValidationError
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.exceptions import BrokerUnavailableError
@@ -63,37 +65,77 @@ LOST_SIDE_LOOKUP_S = 30.0
 LOOPS_FOLLOW_S = int(2 * DEFAULT_POLL_S + 2)
 
 
+#: A count or a time on the wire: an int as JSON carries it (no ``true``, no ``"5"``), never negative.
+_Count = Annotated[int, Strict(), Field(ge=0)]
+
+
 @dataclass(frozen=True)
 class MoveContext:
-    """What the state machine carries between the move's steps."""
+    """What the state machine carries between the move's steps.
+
+    The plan step writes it and every later step reads it back from the execution's JSON, which
+    anyone allowed to invoke the function can also write: :meth:`QueueMove.context` parses it
+    strictly and checks it against the topology before a step acts on it.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     #: The queues moved together, all consumed on ``source`` when the move was planned.
-    queues: list[str]
-    source: str
-    target: str
+    queues: list[StrictStr]
+    source: StrictStr
+    target: StrictStr
     #: The role record's epoch the move was planned on: a flip over any other epoch is refused.
-    epoch: int
-    started_at_ms: int
-    timeout_s: int
-    done: bool = False
+    epoch: _Count
+    started_at_ms: _Count
+    timeout_s: _Count
+    done: StrictBool = False
     #: How long after the flip every loop of both regions works under the new record.
-    settle_s: int = 0
+    settle_s: _Count = 0
     #: The old side's region is lost: its consumers and advisories cannot be read, so the move
     #: waits only for the new side's purge, and at its timeout moves anyway (nothing consumes the
     #: queue until it does). What the lost side consumed and had not relayed, and what the purge
     #: had not removed by then, may be delivered again; nothing is lost (every copy on the new
     #: side stays until consumed).
-    old_side_lost: bool = False
+    old_side_lost: StrictBool = False
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_wire(cls, raw: object) -> MoveContext:
+        """``raw`` as a context, every field of its type; a :class:`FailoverRequestError` naming the fields if not."""
+        if not isinstance(raw, dict):
+            raise FailoverRequestError(f"a move context is a JSON object, got {type(raw).__name__}")
         try:
-            return cls(**raw)  # type: ignore[arg-type]
-        except TypeError as e:
-            raise FailoverRequestError(f"not a move context: {e}") from e
+            return _MOVE_CONTEXT.validate_python(raw)
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'ctx'}: {err['msg']}" for err in e.errors())
+            raise FailoverRequestError(f"not a move context: {problems}") from e
+
+    def check(self, topology: Topology) -> MoveContext:
+        """This context, once what it names is the topology's and it could have come from :func:`plan_move`."""
+        brokers = sorted(b.name for b in topology.brokers)
+        for field, name in (("source", self.source), ("target", self.target)):
+            if name not in brokers:
+                raise FailoverRequestError(f"not a move context: {field} must be one of {brokers}, got {name!r}")
+        if not self.queues or len(set(self.queues)) != len(self.queues):
+            raise FailoverRequestError("not a move context: queues must name at least one queue, each once")
+        known = {q.name: q for q in topology.queues}
+        for name in self.queues:
+            if name not in known or not known[name].copies_both_ways:
+                raise FailoverRequestError(
+                    f"not a move context: {name!r} is not one of the topology's active-active queues"
+                )
+        if not self.done and self.source == self.target:
+            raise FailoverRequestError("not a move context: a move still to make has different source and target")
+        if not MIN_TIMEOUT_S <= self.timeout_s <= MAX_TIMEOUT_S:
+            raise FailoverRequestError(
+                f"not a move context: timeout_s must be from {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S}, got {self.timeout_s}"
+            )
+        return self
+
+
+_MOVE_CONTEXT = TypeAdapter(MoveContext)
 
 
 def check_move_request(topology: Topology, raw: object) -> dict[str, Any]:
@@ -228,6 +270,10 @@ class QueueMove:
     def plan(self, raw: object) -> MoveContext:
         """Check the request against the topology and the role record; say where the queue is consumed now."""
         return plan_move(self.env.topology, self.env.roles.assignment(self.env.topology), raw, self._now_ms())
+
+    def context(self, raw: object) -> MoveContext:
+        """The ``ctx`` a step received, parsed strictly and checked against the topology."""
+        return MoveContext.from_wire(raw).check(self.env.topology)
 
     def status(self, ctx: MoveContext) -> dict[str, Any]:
         """What the move still waits for; raises once the timeout has passed with anything left."""

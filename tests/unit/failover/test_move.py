@@ -221,6 +221,58 @@ def test_a_request_the_topology_cannot_honour_is_refused_by_name(move: QueueMove
         move.plan(request_)
 
 
+def test_a_planned_context_reads_back_from_the_wire_as_it_was(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    assert move.context(ctx.to_wire()) == ctx
+
+
+def test_a_context_for_a_queue_already_where_asked_reads_back_too(move: QueueMove) -> None:
+    ctx = move.plan({"queue": "CARTS", "to": EAST})
+    assert ctx.done and move.context(ctx.to_wire()) == ctx
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"epoch": True}, "epoch: Input should be a valid integer"),
+        ({"epoch": "7"}, "epoch: Input should be a valid integer"),
+        ({"epoch": -1}, "epoch: Input should be greater than or equal to 0"),
+        ({"timeout_s": 1.5}, "timeout_s: Input should be a valid integer"),
+        ({"timeout_s": 5}, "timeout_s must be from 10"),
+        ({"done": "false"}, "done: Input should be a valid boolean"),
+        ({"old_side_lost": 1}, "old_side_lost: Input should be a valid boolean"),
+        ({"queues": "CARTS"}, "queues: Input should be a valid list"),
+        ({"queues": [7]}, "queues.0: Input should be a valid string"),
+        ({"queues": []}, "at least one queue"),
+        ({"queues": ["CARTS", "CARTS"]}, "each once"),
+        ({"queues": ["ORDERS"]}, "'ORDERS' is not one of the topology's active-active queues"),
+        ({"queues": ["NOPE"]}, "'NOPE' is not one of the topology's active-active queues"),
+        ({"source": "orders-euw1"}, "source must be one of"),
+        ({"target": EAST}, "different source and target"),
+        ({"extra": 1}, "extra: Unexpected keyword argument"),
+    ],
+)
+def test_a_forged_context_is_refused_by_field_before_any_step_acts(
+    move: QueueMove, change: dict[str, Any], why: str
+) -> None:
+    wire = {**move.plan({"queue": "CARTS", "to": WEST}).to_wire(), **change}
+    with pytest.raises(FailoverRequestError, match=why):
+        move.context(wire)
+
+
+@pytest.mark.parametrize("raw", [None, "ctx", ["CARTS"], 7])
+def test_a_context_that_is_not_an_object_is_refused(move: QueueMove, raw: Any) -> None:
+    with pytest.raises(FailoverRequestError, match="a move context is a JSON object"):
+        move.context(raw)
+
+
+def test_a_context_missing_a_field_names_it(move: QueueMove) -> None:
+    wire = move.plan({"queue": "CARTS", "to": WEST}).to_wire()
+    del wire["epoch"]
+    with pytest.raises(FailoverRequestError, match="epoch: Field required"):
+        move.context(wire)
+
+
 def test_a_move_is_refused_while_sync_is_stopped(move: QueueMove) -> None:
     current = move.env.roles.assignment(move.env.topology)
     move.env.roles.write(current.next("SWITCHOVER exec-3", sync_running=False))
