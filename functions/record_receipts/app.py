@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.data_classes import event_source
 from aws_lambda_powertools.utilities.data_classes.active_mq_event import ActiveMQEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from brokersync.capture.receipt_batch import record_receipt_batch
+from brokersync.capture.receipt_batch import batch_messages, record_receipt_batch
 from brokersync.capture.writer import LedgerWriter
 from brokersync.config import ENV_BROKER_IDS, runtime_topology
 from brokersync.exceptions import NotActingNowError
@@ -41,9 +41,11 @@ BROKER_IDS: dict[str, str] = json.loads(os.environ.get(ENV_BROKER_IDS) or "{}")
 @metrics.log_metrics
 @event_source(data_class=ActiveMQEvent)
 def lambda_handler(event: ActiveMQEvent, context: LambdaContext) -> dict[str, Any]:
-    standing = GATE.standing_of(event.get("eventSourceArn"), BROKER_IDS)
+    messages = batch_messages(event.raw_event)
+    source = event.get("eventSourceArn")
+    standing = GATE.standing_of(source if isinstance(source, str) else None, BROKER_IDS)
     if not standing.acting:
-        metrics.add_metric("ReceiptsHeld", "Count", len(list(event.messages)))
+        metrics.add_metric("ReceiptsHeld", "Count", len(messages))
         raise NotActingNowError(f"receipts held on the broker: {standing.reason} (epoch {standing.epoch})")
-    result = record_receipt_batch(((m.message_id, m.data) for m in event.messages), TOPOLOGY, WRITER, metrics)
+    result = record_receipt_batch(messages, TOPOLOGY, WRITER, metrics)
     return {"recorded": result.recorded, "rejected": dict(result.rejected), "writeUnits": result.write_units}

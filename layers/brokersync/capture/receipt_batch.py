@@ -13,7 +13,7 @@ import base64
 import binascii
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from brokersync.capture.receipts import parse_receipt
@@ -32,8 +32,34 @@ class ReceiptBatchResult:
     rejected: Counter[str] = field(default_factory=Counter)
 
 
+class NotAReceiptBatchError(ValueError):
+    """The event is not an Amazon MQ batch at all: an invocation by hand with the wrong event."""
+
+
+def batch_messages(event: object) -> list[tuple[str, object]]:
+    """``(message id, data)`` of each message of an Amazon MQ trigger's ``event``, as given.
+
+    What is wrong with one message (not an object, no data) is that receipt's fault: it is
+    skipped and counted by :func:`record_receipt_batch` like any other bad receipt, since failing
+    the batch would redeliver it, and the good receipts beside it, for ever. An event that is
+    not a batch is refused whole: there is nothing in it to record.
+    """
+    messages = event.get("messages") if isinstance(event, Mapping) else None
+    if not isinstance(messages, list):
+        raise NotAReceiptBatchError(
+            'the event must be an Amazon MQ batch, {"eventSource": "aws:mq", "messages": [...]}; '
+            f"got {type(event).__name__} without a messages list"
+        )
+    pairs: list[tuple[str, object]] = []
+    for index, message in enumerate(messages):
+        fields = message if isinstance(message, Mapping) else {}
+        message_id = fields.get("messageID")
+        pairs.append((message_id if isinstance(message_id, str) else f"#{index} of the batch", fields.get("data")))
+    return pairs
+
+
 def record_receipt_batch(
-    messages: Iterable[tuple[str, str]],
+    messages: Iterable[tuple[str, object]],
     topology: Topology,
     writer: LedgerWriter,
     metrics: MetricsSink,
@@ -61,7 +87,9 @@ def record_receipt_batch(
     return result
 
 
-def _decode(data: str) -> bytes:
+def _decode(data: object) -> bytes:
+    if not isinstance(data, str):
+        raise RejectedInputError(RejectReason.MALFORMED, f"data is not base64 text: {type(data).__name__}")
     try:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as e:

@@ -109,3 +109,29 @@ def test_receipts_from_the_new_primary_are_recorded_after_a_failover(handler: Mo
     result = handler.lambda_handler(load_event("mq-receipts") | {"eventSourceArn": DR_BROKER_ARN}, FakeContext())
 
     assert result["recorded"] == 3
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [{}, None, "ID:1", {"messageID": "ID:test-1-1795340000000-1:1:1:1:7"}, {"messageID": 7, "data": 7}],
+)
+def test_a_message_that_is_not_a_receipt_is_skipped_as_malformed_and_the_batch_still_records(
+    handler: ModuleType, odd: object
+) -> None:
+    event = load_event("mq-receipts")
+    event["messages"] = [odd, *event["messages"]]
+
+    result = handler.lambda_handler(event, FakeContext())
+
+    assert result["recorded"] == 3
+    assert result["rejected"] == {"malformed": 1}
+
+
+@pytest.mark.parametrize("event", [{}, {"messages": "x"}, {"eventSource": "aws:mq", "messages": None}, "x", []])
+def test_an_event_that_is_not_an_mq_batch_is_refused_whole_and_records_nothing(
+    handler: ModuleType, event: object
+) -> None:
+    with pytest.raises(ValueError, match="the event must be an Amazon MQ batch"):
+        handler.lambda_handler(event, FakeContext())
+
+    assert handler.WRITER.ledger.consumed_between("ORDERS", 0, 10**14) == []
