@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -53,6 +53,14 @@ class Transition:
     execution: str
     started_at_ms: int
     status: Literal["in-progress", "done"] = "in-progress"
+    #: A failback's: when the transition it follows (the failover that left the rejoining broker)
+    #: started. Its claim replaces that record, so the catch-up's head sweep reads it here, in a
+    #: resumed execution too.
+    follows_started_at_ms: int | None = None
+
+
+#: The record's fields this code knows: a record written by a newer version may carry more.
+_TRANSITION_FIELDS = frozenset(f.name for f in fields(Transition))
 
 
 #: The control record's name in the ledger table.
@@ -73,7 +81,9 @@ class TransitionStore:
     def read(self) -> Transition | None:
         record = self.records.get(TRANSITION_RECORD)
         self._version = record.version if record else 0
-        return None if record is None else Transition(**record.document)
+        if record is None:
+            return None
+        return Transition(**{k: v for k, v in record.document.items() if k in _TRANSITION_FIELDS})
 
     def write(self, transition: Transition) -> None:
         """Replace the transition read last (TransitionConflictError if another moved it first)."""
@@ -126,7 +136,8 @@ def failback_to_run(
     # The rejoining broker is the topology's other broker, not the name the record kept: a
     # pair re-paired with a broker in a third region names the new broker only in the topology.
     rejoining = apply_roles(topology, assignment).dr.name
-    return Transition("FAILBACK", rejoining, assignment.primary, execution, now_ms), True
+    follows = current.started_at_ms if current is not None else None
+    return Transition("FAILBACK", rejoining, assignment.primary, execution, now_ms, follows_started_at_ms=follows), True
 
 
 def switchover_refusal(source: str, error: Exception) -> str:
@@ -305,10 +316,9 @@ class FailoverSteps:
         transition, new = failback_to_run(current, assignment, self.env.topology, execution, self._now_ms())
         if new:
             self.env.transitions.write(transition)
-        # The claim replaced the record of the failover: its start is kept in the context for the
-        # catch-up's head sweep. A resumed failback has only its own record, and goes without.
-        left_at = current.started_at_ms if new and current is not None else None
-        return self._context(transition, request, "FAILBACK", source_left_at_ms=left_at)
+        # The claim replaced the record of the failover; the claim keeps its start for the
+        # catch-up's head sweep, so a resumed failback sweeps the same window.
+        return self._context(transition, request, "FAILBACK", source_left_at_ms=transition.follows_started_at_ms)
 
     def _resume_or_start(self, mode: Mode, request: TransitionRequest, execution: str) -> Transition | None:
         current = self.env.transitions.read()

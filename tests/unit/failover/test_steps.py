@@ -211,16 +211,40 @@ def test_a_failback_keeps_when_the_failover_it_follows_started_for_its_head_swee
     assert back.source_left_at_ms == ctx.transition_started_at_ms
 
 
-def test_a_resumed_failback_does_not_know_when_the_broker_left(steps: FailoverSteps) -> None:
-    """Its claim replaced the failover's record: the head sweep goes without the loss window."""
+def test_a_resumed_failback_still_knows_when_the_failover_it_follows_started(steps: FailoverSteps) -> None:
+    """Its claim replaced the failover's record and keeps the start: the head sweep reads the same window."""
     ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
     steps.swap_roles(ctx, "exec-1")
     steps.complete(ctx)
     steps.plan_failback({}, "exec-2")
 
-    resumed = steps.plan_failback({}, "exec-2")
+    resumed = steps.plan_failback({}, "exec-3")
 
-    assert resumed.source_left_at_ms is None
+    assert resumed.source_left_at_ms == ctx.transition_started_at_ms
+
+
+def test_a_failback_claimed_by_an_older_version_resumes_without_the_window(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.swap_roles(ctx, "exec-1")
+    steps.complete(ctx)
+    steps.plan_failback({}, "exec-2")
+    record = steps.env.transitions.records.get("transition")
+    assert record is not None
+    older = {k: v for k, v in record.document.items() if k != "follows_started_at_ms"}
+    steps.env.transitions.records.put("transition", older, record.version, "exec-2")
+
+    assert steps.plan_failback({}, "exec-3").source_left_at_ms is None
+
+
+def test_a_transition_record_with_a_field_from_a_newer_version_still_reads(steps: FailoverSteps) -> None:
+    steps.plan({"mode": "FAILOVER"}, "exec-1")
+    record = steps.env.transitions.records.get("transition")
+    assert record is not None
+    steps.env.transitions.records.put("transition", {**record.document, "newer": 1}, record.version, "exec-1")
+
+    current = steps.env.transitions.read()
+
+    assert current is not None and current.execution == "exec-1" and current.mode == "FAILOVER"
 
 
 class _DrainedOldPrimary:
