@@ -430,10 +430,33 @@ def _count_values(data: object, limit: int) -> int:
     return seen
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping.
+
+    PyYAML keeps the last of two equal keys and says nothing. In a topology that is lost
+    configuration: a second ``queues:`` header appended below the first drops every queue listed
+    under it, and a queue with ``mode:`` twice takes the one further down. Keys brought in by a
+    merge (``<<: *defaults``) may be overridden, as YAML means them to be.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark, f"found {key!r} a second time", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def parse_topology_text(text: str, *, source: str) -> Topology:
     """Validate a topology document given as YAML text (a file's or a parameter's)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader's subclass)
     except yaml.YAMLError as e:
         raise TopologyError("(file)", f"{source} is not valid YAML: {e}") from e
     except RecursionError as e:  # nesting deeper than the parser's stack

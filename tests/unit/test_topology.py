@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,38 @@ def test_aliases_that_expand_without_bound_are_refused_before_validation(tmp_pat
 
     with pytest.raises(TopologyError, match="expands to more than"):
         load_topology(bad)
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (lambda text: text + "\nqueues:\n  - name: INVOICES\n    mode: sync\n", "queues"),
+        (lambda text: text.replace("    mode: mirror ", "    mode: sync\n    mode: mirror ", 1), "mode"),
+    ],
+    ids=["second-queues-header", "a-queue-field-twice"],
+)
+def test_a_key_given_twice_is_refused_where_yaml_would_keep_the_last(
+    topology_path: Path, tmp_path: Path, change: Callable[[str], str], line: str
+) -> None:
+    twice = tmp_path / "topology.yaml"
+    twice.write_text(change(topology_path.read_text()))
+
+    with pytest.raises(TopologyError, match=f"found '{line}' a second time"):
+        load_topology(twice)
+
+
+def test_a_merged_key_may_be_overridden_as_yaml_means(topology_path: Path, tmp_path: Path) -> None:
+    merged = tmp_path / "topology.yaml"
+    text = topology_path.read_text().replace(
+        "  - name: ORDERS\n    mode: sync\n", "  - &orders\n    name: ORDERS\n    mode: sync\n"
+    )
+    merged.write_text(
+        text.replace("  - name: AUDIT\n    mode: mirror", "  - <<: *orders\n    name: AUDIT\n    mode: mirror")
+    )
+
+    audit = load_topology(merged).queue("AUDIT")
+
+    assert (audit.name, audit.mode, audit.sync_key) == ("AUDIT", "mirror", "correlation-id")
 
 
 def test_an_alias_used_as_a_topology_would_use_one_is_accepted(topology_path: Path, tmp_path: Path) -> None:
