@@ -283,9 +283,9 @@ class QueueMove:
         pending = {q: len(keys[q]) for q in ctx.queues}
         # A full read says "at least this many": what lies beyond it was not looked at.
         beyond_read = [q for q in ctx.queues if pending[q] >= limit]
-        with_lost_side, target_unreadable = 0, ""
+        with_lost_side, target_unreadable, not_looked_up = 0, "", {}
         if ctx.old_side_lost:
-            with_lost_side, target_unreadable = self._pending_on_new_side(ctx, keys, pending, beyond_read)
+            with_lost_side, target_unreadable, not_looked_up = self._pending_on_new_side(ctx, keys, pending)
         consumers = dict.fromkeys(ctx.queues, 0)
         unrelayed = dict.fromkeys(ctx.queues, 0)
         advisories, unreadable = 0, ""
@@ -316,7 +316,7 @@ class QueueMove:
         # Beyond a full read there may be keys whose copies are on the new side (a lost side's
         # stuck keys fill the oldest places): the move waits, up to its timeout, rather than
         # leave them to be delivered again.
-        ready = left == 0 and not unreadable and not beyond_read
+        ready = left == 0 and not unreadable and not beyond_read and not not_looked_up
         figures = {
             "ready": ready,
             "consumersOnOldSide": sum(consumers.values()),
@@ -326,6 +326,7 @@ class QueueMove:
             "pendingPurgeInSourceRegion": sum(source_pending.values()),
             "pendingWithLostSide": with_lost_side,
             "pendingReadFull": beyond_read,
+            "pendingNotLookedUp": not_looked_up,
             "waitedSeconds": round((self._now_ms() - ctx.started_at_ms) / 1000, 1),
             "oldSideLost": ctx.old_side_lost,
             "oldSideUnreadable": unreadable or None,
@@ -354,29 +355,30 @@ class QueueMove:
         return figures
 
     def _pending_on_new_side(
-        self, ctx: MoveContext, keys: dict[str, list[PendingKey]], pending: dict[str, int], beyond_read: list[str]
-    ) -> tuple[int, str]:
+        self, ctx: MoveContext, keys: dict[str, list[PendingKey]], pending: dict[str, int]
+    ) -> tuple[int, str, dict[str, int]]:
         """Count in ``pending`` only the keys whose copies are on the new side; say how many are not.
 
         A key consumed on the lost side whose copy was still in that broker's outflow has no
         message on the new side to remove until the region returns; waiting for it would hold
         the move to its timeout. Only what the new side's purge can remove is waited for.
-        Returns the keys found only with the lost side, and why the new side could not be read.
+        Returns the keys found only with the lost side, why the new side could not be read, and
+        per queue the keys not looked up (the lookup stopped at a key it found, or ran out of time).
         """
         target = self._broker(ctx.target)
         started = time.monotonic()
-        with_lost_side, unreadable = 0, ""
+        with_lost_side, unreadable, not_looked_up = 0, "", {}
         for name in ctx.queues:
             ids = [k.message_id for k in keys[name] if k.message_id]
             try:
                 present, looked = self._on_new_side(target, name, ids, started)
             except BrokerUnavailableError as e:  # not known this time: all of them waited for
                 unreadable, present, looked = str(e), set(ids), len(ids)
-            if looked < len(ids) and name not in beyond_read:
-                beyond_read.append(name)  # the lookup's time ran out before any was found
+            if looked < len(ids):
+                not_looked_up[name] = len(ids) - looked
             with_lost_side += looked - len(present)
             pending[name] = len(present)
-        return with_lost_side, unreadable
+        return with_lost_side, unreadable, not_looked_up
 
     def _on_new_side(self, target: Broker, name: str, ids: list[str], started: float) -> tuple[set[str], int]:
         """Which of ``ids`` (oldest first) are on the new side, and how many were looked up.

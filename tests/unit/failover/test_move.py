@@ -403,7 +403,7 @@ def test_with_the_old_side_lost_a_lookup_out_of_time_keeps_the_move_waiting(
 
     status = lost_move.status(ctx)
 
-    assert (status["ready"], status["pendingReadFull"]) == (False, ["CARTS"])
+    assert (status["ready"], status["pendingReadFull"], status["pendingNotLookedUp"]) == (False, [], {"CARTS": 1})
     assert len(on_new_side.asked) == 1  # only the first thousand were looked up
 
 
