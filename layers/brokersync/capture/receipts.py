@@ -87,13 +87,31 @@ def receipt_json(queue: str, key: str, consumed_at_ms: int, message_id: str | No
     return json.dumps(body, separators=(",", ":"))
 
 
+def _one_value_per_name(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object's fields, refusing a name given twice (``json`` would keep the last silently).
+
+    A receipt naming two keys or two message ids says two things about what was consumed; which
+    one the sender meant cannot be known, and the purge removes by the id it is given.
+    """
+    fields: dict[str, object] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise ValueError(f"{name!r} is given twice")
+        fields[name] = value
+    return fields
+
+
 def parse_receipt(data: bytes | str, topology: Topology) -> ConsumedRecord:
     """Validate one receipt against the topology; raise :class:`RejectedInputError` saying why not."""
     raw = data.encode() if isinstance(data, str) else data
     if len(raw) > MAX_RECEIPT_BYTES:
         raise RejectedInputError(RejectReason.OVERSIZED, f"receipt of {len(raw)} bytes exceeds {MAX_RECEIPT_BYTES}")
     try:
-        receipt = Receipt.model_validate_json(raw)
+        document = json.loads(raw, object_pairs_hook=_one_value_per_name)
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, a name twice, nested past the parser
+        raise RejectedInputError(RejectReason.MALFORMED, f"(receipt): not one JSON object: {e}") from e
+    try:
+        receipt = Receipt.model_validate(document)
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "(receipt)"

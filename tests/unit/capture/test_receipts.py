@@ -81,10 +81,27 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 1_795_342_453}),
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 10**40}),
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": "1970-01-01T00:00:01Z"}),
+        f'{{"queue": "ORDERS", "key": "{ULID_KEY}", "messageId": "{MESSAGE_ID}", "messageId": "{MESSAGE_ID[:-1]}8",'
+        f' "consumedAt": {AT}}}',
+        f'{{"queue": "ORDERS", "queue": "PAYMENTS", "key": "{ULID_KEY}", "messageId": "{MESSAGE_ID}",'
+        f' "consumedAt": {AT}}}',
+        "[]",
+        b'{"queue": "\xff"}',
     ],
-    ids=["unclosed", "no-key", "time-a-bool", "time-in-seconds", "time-past-2100", "time-before-2000"],
+    ids=[
+        "unclosed",
+        "no-key",
+        "time-a-bool",
+        "time-in-seconds",
+        "time-past-2100",
+        "time-before-2000",
+        "message-id-twice",
+        "queue-twice",
+        "not-an-object",
+        "not-utf8",
+    ],
 )
-def test_a_malformed_receipt_is_refused(topology: Topology, data: str) -> None:
+def test_a_malformed_receipt_is_refused(topology: Topology, data: str | bytes) -> None:
     assert _reason(topology, data) is RejectReason.MALFORMED
 
 
