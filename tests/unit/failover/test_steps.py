@@ -12,6 +12,7 @@ from ulid import ULID
 
 from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerUnavailableError
+from brokersync.failover.context import TransitionContext
 from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.errors import (
     FailoverRequestError,
@@ -201,10 +202,16 @@ def test_a_failback_after_a_re_pair_rejoins_the_new_broker_the_topology_names_an
     assert record is not None and (record.primary, record.dr) == ("orders-usw2", "orders-euw1")
 
 
-def test_a_failback_keeps_when_the_failover_it_follows_started_for_its_head_sweep(steps: FailoverSteps) -> None:
+def _failed_over(steps: FailoverSteps) -> TransitionContext:
+    """A failover run to its end: the transition record is its, done."""
     ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
     steps.swap_roles(ctx, "exec-1")
     steps.complete(ctx)
+    return ctx
+
+
+def test_a_failback_keeps_when_the_failover_it_follows_started_for_its_head_sweep(steps: FailoverSteps) -> None:
+    ctx = _failed_over(steps)
 
     back = steps.plan_failback({}, "exec-2")
 
@@ -213,9 +220,7 @@ def test_a_failback_keeps_when_the_failover_it_follows_started_for_its_head_swee
 
 def test_a_resumed_failback_still_knows_when_the_failover_it_follows_started(steps: FailoverSteps) -> None:
     """Its claim replaced the failover's record and keeps the start: the head sweep reads the same window."""
-    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
-    steps.swap_roles(ctx, "exec-1")
-    steps.complete(ctx)
+    ctx = _failed_over(steps)
     steps.plan_failback({}, "exec-2")
 
     resumed = steps.plan_failback({}, "exec-3")
@@ -224,9 +229,7 @@ def test_a_resumed_failback_still_knows_when_the_failover_it_follows_started(ste
 
 
 def test_a_failback_claimed_by_an_older_version_resumes_without_the_window(steps: FailoverSteps) -> None:
-    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
-    steps.swap_roles(ctx, "exec-1")
-    steps.complete(ctx)
+    _failed_over(steps)
     steps.plan_failback({}, "exec-2")
     record = steps.env.transitions.records.get("transition")
     assert record is not None
