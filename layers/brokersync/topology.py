@@ -8,6 +8,7 @@ quietly stops protecting anything.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -453,10 +454,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def _named(text: str, source: str) -> io.StringIO:
+    """``text`` as a stream called ``source``: PyYAML names it in its errors ("<unicode string>" otherwise)."""
+    stream = io.StringIO(text)
+    stream.name = source  # type: ignore[misc]
+    return stream
+
+
 def parse_topology_text(text: str, *, source: str) -> Topology:
     """Validate a topology document given as YAML text (a file's or a parameter's)."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader's subclass)
+        data = yaml.load(_named(text, source), Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader's subclass)
     except yaml.YAMLError as e:
         raise TopologyError("(file)", f"{source} is not valid YAML: {e}") from e
     except RecursionError as e:  # nesting deeper than the parser's stack

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -215,7 +216,7 @@ def test_a_key_given_twice_is_refused_where_yaml_would_keep_the_last(
     twice = tmp_path / "topology.yaml"
     twice.write_text(change(topology_path.read_text()))
 
-    with pytest.raises(TopologyError, match=f"found '{line}' a second time"):
+    with pytest.raises(TopologyError, match=re.escape(f"found '{line}' a second time\n  in \"{twice}\", line ")):
         load_topology(twice)
 
 
