@@ -87,6 +87,8 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
         f' "consumedAt": {AT}}}',
         "[]",
         b'{"queue": "\xff"}',
+        receipt_json("ORDERS", ULID_KEY, AT, MESSAGE_ID).encode("utf-16"),
+        b"\xef\xbb\xbf" + receipt_json("ORDERS", ULID_KEY, AT, MESSAGE_ID).encode(),
     ],
     ids=[
         "unclosed",
@@ -99,6 +101,8 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
         "queue-twice",
         "not-an-object",
         "not-utf8",
+        "utf16",
+        "utf8-bom",
     ],
 )
 def test_a_malformed_receipt_is_refused(topology: Topology, data: str | bytes) -> None:
