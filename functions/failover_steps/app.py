@@ -8,7 +8,6 @@ which the state machines' Retry and Catch match (``SwitchoverRefusedError`` is n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from brokersync.failover.context import TransitionContext
 from brokersync.failover.errors import FailoverRequestError
 from brokersync.failover.move import MoveContext, QueueMove
 from brokersync.failover.steps import FailoverSteps
+from brokersync.invocation import event_object
 from brokersync.runtime import failover_environment
 from brokersync.topology import Role
 
@@ -70,7 +70,7 @@ _MOVES: dict[str, Callable[[dict[str, Any], MoveContext, str], dict[str, Any]]] 
 
 
 #: What a step's event looks like, for an operator who invokes the function by hand.
-_EXAMPLE = json.dumps({"action": "planMove", "request": {"queue": "ORDERS", "to": "dr"}})
+_EXAMPLE = {"action": "planMove", "request": {"queue": "<active-active queue>", "to": "<broker>"}}
 
 
 def _broker(event: dict[str, Any], ctx: TransitionContext) -> str:
@@ -90,9 +90,7 @@ def _role(event: dict[str, Any]) -> Role:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if not isinstance(event, dict):
-        # A FailoverRequestError, so a state machine never retries it; by hand, it says what an event is.
-        raise FailoverRequestError(f"the event must be a JSON object like {_EXAMPLE}, got {json.dumps(event)[:200]}")
+    event_object(event, _EXAMPLE, error=FailoverRequestError)  # refused before any step reads it
     action = str(event.get("action"))
     execution = str(event.get("execution", "manual"))
     logger.info("failover step", action=action, execution=execution)
