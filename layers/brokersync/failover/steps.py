@@ -14,6 +14,7 @@ configuration bucket, the Amazon MQ API and the ledger replica are all regional.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -34,8 +35,12 @@ from brokersync.purge.late_copies import consumed_at_head
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
+from brokersync.render.connectors import forwarding_connectors, refusal
+from brokersync.render.document import parse_configuration
 from brokersync.roles import RoleAssignment, RoleStore, apply_roles
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
+
+logger = logging.getLogger(__name__)
 
 #: A failback catches up with the new primary's copy backlog until at most this many copies wait.
 CAUGHT_UP_COPIES = 100
@@ -407,12 +412,22 @@ class FailoverSteps:
         return {"broker": broker, "revision": revision, "key": key}
 
     def apply_configuration(self, ctx: TransitionContext, broker: str, role: Role) -> dict[str, Any]:
-        """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending."""
+        """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending.
+
+        A network connector of the customer's that may forward a synced queue is refused when
+        an operator renders, but a transition goes on with it (it was added to the running
+        broker, past the render): the connector is logged, counted as a configuration warning
+        and returned, so the operator can add its exclusions once the transition is done.
+        """
         _, _, current = self.env.brokers.current_document(broker)
-        document = render_configuration(self._after(ctx), role, base=current)
+        after = self._after(ctx)
+        document = render_configuration(after, role, base=current, refuse_forwarding_connectors=False)
+        forwarding = forwarding_connectors(parse_configuration(document), after)
+        for name, queues in forwarding.items():
+            logger.warning("%s: %s", broker, refusal(name, queues))
         applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx.mode}: {role}")
-        if applied.warnings:
-            self.env.metrics.add_metric("ConfigurationWarnings", "Count", len(applied.warnings))
+        if applied.warnings or forwarding:
+            self.env.metrics.add_metric("ConfigurationWarnings", "Count", len(applied.warnings) + len(forwarding))
         return {
             "broker": broker,
             "role": role,
@@ -420,6 +435,7 @@ class FailoverSteps:
             "revision": applied.revision,
             "createdRevision": applied.created,
             "sanitizationWarnings": applied.warnings,
+            "forwardingConnectors": forwarding,
         }
 
     def reboot(self, ctx: TransitionContext, applied: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ the customer's existing configuration; rendering the result again gives the same
 from __future__ import annotations
 
 from brokersync.render.allowlist import check_allowed
+from brokersync.render.connectors import check_network_connectors
 from brokersync.render.document import EMPTY_CONFIGURATION, parse_configuration, serialize_configuration
 from brokersync.render.merge import merge
 from brokersync.render.parts import role_parts
@@ -17,15 +18,24 @@ from brokersync.topology import Role, Topology
 __all__ = ["render_configuration"]
 
 
-def render_configuration(topology: Topology, role: Role, *, base: str | None = None) -> str:
+def render_configuration(
+    topology: Topology, role: Role, *, base: str | None = None, refuse_forwarding_connectors: bool = True
+) -> str:
     """The configuration for the broker playing ``role``, merged into ``base`` when given.
 
-    Raises ``RenderError`` for a base that is not a configuration document and
+    Raises ``RenderError`` for a base that is not a configuration document or whose own
+    network connectors may forward what BrokerSync counts on, and
     ``NotAllowedByAmazonMQError`` when the result holds anything Amazon MQ would silently
     remove, the customer's content included: better to stop here than to upload a
     configuration whose revision quietly lost a setting.
+
+    ``refuse_forwarding_connectors=False`` is for a failover, which must not stop on a
+    connector someone added to a running broker: it renders, and reports such connectors
+    through :func:`brokersync.render.connectors.forwarding_connectors` instead.
     """
     root = parse_configuration(base if base is not None else EMPTY_CONFIGURATION)
     merge(root, role_parts(topology, role), topology)
     check_allowed(root)
+    if refuse_forwarding_connectors:
+        check_network_connectors(root, topology)
     return serialize_configuration(root)

@@ -25,6 +25,7 @@ from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import memory_ledger
 from brokersync.ledger.control import ControlRecords
 from brokersync.ledger.exceptions import LedgerUnavailableError
+from brokersync.metrics import RecordingMetrics
 from brokersync.render import render_configuration
 from brokersync.roles import RoleStore
 from brokersync.topology import Broker, load_topology
@@ -122,6 +123,24 @@ def test_applying_the_same_configuration_twice_creates_one_revision(steps: Failo
     assert first["createdRevision"] is True
     assert second["createdRevision"] is False
     assert second["revision"] == first["revision"]
+
+
+def test_a_failover_goes_on_over_a_connector_that_forwards_synced_queues_and_reports_it(
+    steps: FailoverSteps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendering refuses such a connector; one added to the running broker must not stop a failover."""
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    configuration_id, revision, document = steps.env.brokers.current_document("orders-usw2")
+    mesh = '<networkConnectors><networkConnector name="mesh" duplex="true" uri="static:(ssl://b:61617)"/>'
+    meshed = document.replace("</broker>", f"{mesh}</networkConnectors></broker>")
+    monkeypatch.setattr(steps.env.brokers, "current_document", lambda broker: (configuration_id, revision, meshed))
+    steps.env.metrics = metrics = RecordingMetrics()
+
+    applied = steps.apply_configuration(ctx, "orders-usw2", "primary")
+
+    assert applied["createdRevision"] is True
+    assert applied["forwardingConnectors"]["mesh"][:3] == ["ORDERS", "PAYMENTS", "ORDERS.DR"]
+    assert metrics.total("ConfigurationWarnings") == 1
 
 
 def test_the_dr_configuration_is_saved_before_it_is_replaced(steps: FailoverSteps) -> None:
