@@ -16,6 +16,10 @@ from scratch each time:
   connector), read from the broker whichever region it is in, so the alarm follows the roles;
 * a **stale primary**: a broker in this region that the role record calls DR while its
   current configuration still copies to the peer (an old primary back from an outage);
+* **forwarding connectors**: a network connector of the customer's in the current
+  configuration of a broker in this region that may forward a synced queue, a copy queue or
+  BrokerSync's own (added to the running broker: ``brokersync render`` refuses one), whose
+  forwarded messages would count as consumed;
 * the **DR queues' reach**: how full each synced queue's memory limit is on the DR broker.
   ActiveMQ stops paging a queue in at 70 % of it, and copies behind that point are
   invisible to the purge's selectors, so a backlog that fills it stalls the purge; the alarm
@@ -43,6 +47,8 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerStore
 from brokersync.metrics import MetricsSink
+from brokersync.render.connectors import forwarding_connectors
+from brokersync.render.document import parse_configuration
 from brokersync.render.inspect import runs_primary_configuration
 from brokersync.roles import RoleStore, apply_roles, roles_here
 from brokersync.topology import Broker, Queue, Topology
@@ -66,6 +72,8 @@ DR_QUEUE_MEMORY_PERCENT = "DrQueueMemoryPercent"
 DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 #: Messages produced on the DR broker to active-active queues, not yet copied to the primary.
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
+#: Customer network connectors, on the brokers of this region, that may forward what BrokerSync counts on.
+FORWARDING_CONNECTORS = "ForwardingConnectors"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Where the alarm on the broker's memory fires, before it is full.
@@ -106,6 +114,9 @@ class HealthReport:
     dr_broker_memory_percent: int | None = None
     #: Brokers in this region the record calls DR that run the primary configuration.
     stale_primaries: list[str] = field(default_factory=list)
+    #: Per broker of this region, its customer network connectors that may forward kept queues,
+    #: with those queues (None: configurations not read).
+    forwarding_connectors: dict[str, dict[str, list[str]]] | None = None
     #: What could not be measured, and why.
     unmeasured: dict[str, str] = field(default_factory=dict)
 
@@ -152,6 +163,7 @@ class HealthProbe:
         self._loss_window(now, report)
         self._duplicate_window(now, report)
         self._stale_primary(now, report)
+        self._forwarding_connectors(now, report)
         self._purge_loop(now, report)
         self._dr_queues(now, report)
         return report
@@ -234,8 +246,23 @@ class HealthProbe:
         try:
             if runs_primary_configuration(self.configuration(dr.name)):
                 report.stale_primaries.append(dr.name)
-        except (BrokerSyncError, KeyError) as e:
+        except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
             report.unmeasured["stalePrimary"] = f"{dr.name}: {e}"
+
+    def _forwarding_connectors(self, topology: Topology, report: HealthReport) -> None:
+        if self.configuration is None:
+            return
+        here = [b for b in topology.brokers if not (b.region and self.region and b.region != self.region)]
+        found: dict[str, dict[str, list[str]]] = {}
+        for broker in here:
+            try:
+                forwarding = forwarding_connectors(parse_configuration(self.configuration(broker.name)), topology)
+            except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
+                report.unmeasured["forwardingConnectors"] = f"{broker.name}: {e}"
+                return
+            if forwarding:
+                found[broker.name] = forwarding
+        report.forwarding_connectors = found
 
 
 def emit(report: HealthReport, metrics: MetricsSink) -> None:
@@ -243,6 +270,9 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     metrics.add_metric(ROLE_EPOCH, "Count", report.epoch)
     metrics.add_metric(SYNC_RUNNING, "Count", 1 if report.sync_running else 0)
     metrics.add_metric(STALE_PRIMARY, "Count", len(report.stale_primaries))
+    if report.forwarding_connectors is not None:
+        forwarding = sum(len(connectors) for connectors in report.forwarding_connectors.values())
+        metrics.add_metric(FORWARDING_CONNECTORS, "Count", forwarding)
     if "purgeLoop" not in report.unmeasured:
         metrics.add_metric(PURGE_LOOP_HEALTHY, "Count", 0 if report.purge_loop_running is False else 1)
     if report.bridge_connected is not None:

@@ -58,6 +58,14 @@ def test_a_stale_primary_fires_at_once_and_silence_does_not(project_root: Path) 
     assert evaluate(alarm, [], NOW) == OK
 
 
+def test_a_forwarding_connector_fires_at_once_and_silence_does_not(project_root: Path) -> None:
+    alarm = _alarm(project_root, "ForwardingConnectorAlarm")
+
+    assert evaluate(alarm, _points(health.FORWARDING_CONNECTORS, [1]), NOW) == ALARM
+    assert evaluate(alarm, _points(health.FORWARDING_CONNECTORS, [0]), NOW) == OK
+    assert evaluate(alarm, [], NOW) == OK
+
+
 def test_a_missing_data_alarm_with_no_data_is_insufficient() -> None:
     alarm = {
         "MetricName": "X", "Period": 60, "EvaluationPeriods": 2, "Statistic": "Maximum", "Threshold": 1,

@@ -14,6 +14,7 @@ from brokersync.health import (
     DR_BROKER_MEMORY_PERCENT,
     DR_QUEUE_MEMORY_PERCENT,
     DUPLICATE_WINDOW_SECONDS,
+    FORWARDING_CONNECTORS,
     LOSS_WINDOW_SECONDS,
     PENDING_PURGE_TOTAL,
     RETURN_BACKLOG_TOTAL,
@@ -165,6 +166,50 @@ def test_a_dr_broker_running_the_dr_configuration_is_not_stale(
     probe, _ = _probe(topology, control_records, Outflows({}), region="us-west-2", documents=documents)
 
     assert probe.probe().stale_primaries == []
+
+
+MESH = '<networkConnectors><networkConnector name="mesh" duplex="true" uri="static:(ssl://b:61617)"/>'
+
+
+def test_a_connector_of_the_customer_s_that_forwards_synced_queues_is_reported_per_broker(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    """Added to the running broker: a render would have refused it."""
+    meshed = render_configuration(topology, "dr").replace("</broker>", f"{MESH}</networkConnectors></broker>")
+    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": meshed})
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.forwarding_connectors is not None
+    assert report.forwarding_connectors["orders-usw2"]["mesh"][:2] == ["ORDERS", "PAYMENTS"]
+    assert metrics.values[FORWARDING_CONNECTORS] == [1]
+
+
+def test_brokers_running_what_brokersync_rendered_forward_nothing(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    documents = {"orders-usw2": render_configuration(topology, "dr")}
+    probe, _ = _probe(topology, control_records, Outflows({}), documents=documents)
+    metrics = RecordingMetrics()
+
+    emit(probe.probe(), metrics)
+
+    assert metrics.values[FORWARDING_CONNECTORS] == [0]
+
+
+def test_an_unreadable_configuration_leaves_the_forwarding_figure_out(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": "<not xml"})
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert "forwardingConnectors" in report.unmeasured
+    assert FORWARDING_CONNECTORS not in metrics.values
 
 
 def test_outside_the_dr_region_the_probe_reads_the_ledger_without_writing(
