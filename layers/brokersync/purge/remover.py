@@ -7,6 +7,18 @@ reuses one), and only the copy of the message that was consumed may leave DR. Th
 keeps a message's id, so a copy that the bridge delivered twice (a redelivery after a
 reconnect) carries the same id as its original, and both copies go: they are one message.
 
+Two *different* messages can also carry one id: a client may set its message's id to any
+text (``MessageId.textView``; every AMQP message-id, decision 0027), another message's
+included. Over STOMP the two look alike but for what they carry, so a second frame of an
+id in one subscription is compared with the first (only then: first frames are kept, not
+digested). The same body and the same headers (all but ``ack``, ``subscription`` and
+``redelivered``, which are the delivery's) make it the bridge's second copy. Anything else
+makes the id *ambiguous*: which of the two was consumed cannot be told, so neither may be
+removed. The subscription's cumulative ACK then names the last frame before the id's first
+copy, so that it covers neither; the subscription closes at once, and the id is returned in
+``ambiguous``, never as removed. The two copies come back with a raised redelivery counter,
+unavoidably: the broker dispatched them both to a selector that named their one id.
+
 For each selector batch the remover opens a subscription whose selector is
 ``JMSMessageID IN (...)`` over exactly the batch, with a prefetch of exactly the batch's
 size, checks every frame it receives (from its own thread, never stomp.py's listener
@@ -76,6 +88,18 @@ from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
 #: ActiveMQ's answer to an ACK it cannot match (``ProtocolConverter.onStompAck``).
 _REFUSED_ACK = re.compile(r"Unexpected ACK received for message-id \[(.*)\]")
+#: MESSAGE headers that belong to one delivery, not to the message: two deliveries of one
+#: message (the bridge's redelivery) differ in these and in nothing else.
+_DELIVERY_HEADERS = frozenset({"ack", "subscription", "redelivered"})
+
+
+def _one_message(first: stomp.utils.Frame, second: stomp.utils.Frame) -> bool:
+    """Whether two frames of one id carry one message: the same body and the same headers but the delivery's."""
+
+    def carried(frame: stomp.utils.Frame) -> dict[str, str]:
+        return {name: value for name, value in frame.headers.items() if name not in _DELIVERY_HEADERS}
+
+    return bool(first.body == second.body and carried(first) == carried(second))
 
 
 class PurgeInvariantError(BrokerSyncError):
@@ -124,6 +148,8 @@ class RemovalResult:
     deferred: int = 0
     #: Ids whose subscription's ACK the broker refused with an ERROR frame: not removed.
     refused: list[str] = field(default_factory=list)
+    #: Ids that two different messages carry (a client set one of them): neither removed.
+    ambiguous: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -132,11 +158,32 @@ class _Subscription:
     outstanding: set[str]
     #: Message ids taken (checked, to be covered by the cumulative ACK), in dispatch order.
     taken: list[str] = field(default_factory=list)
-    #: The ack id of the last frame taken: the cumulative ACK names it.
-    last_ack: str | None = None
+    #: The ack id of each frame taken, in the same order: a cumulative ACK may name any of them.
+    ack_ids: list[str] = field(default_factory=list)
+    #: The first frame of each id taken, to tell a second copy of it from another message.
+    firsts: dict[str, stomp.utils.Frame] = field(default_factory=dict)
     #: Ids the cumulative ACK covered (sent; confirmed by the group's receipt).
     acked: list[str] = field(default_factory=list)
     open: bool = True
+    #: An ambiguous id was met: nothing after it in dispatch order may be covered any more.
+    stopped: bool = False
+
+    @property
+    def last_ack(self) -> str | None:
+        """The ack id the cumulative ACK names: the last frame taken."""
+        return self.ack_ids[-1] if self.ack_ids else None
+
+    def take(self, message_id: str, ack_id: str) -> None:
+        self.outstanding.discard(message_id)
+        self.taken.append(message_id)
+        self.ack_ids.append(ack_id)
+
+    def stop_before(self, message_id: str) -> None:
+        """Cover nothing from ``message_id``'s first frame on: the ACK names the frame before it."""
+        first = self.taken.index(message_id)
+        del self.taken[first:], self.ack_ids[first:]
+        self.outstanding.clear()
+        self.stopped = True
 
 
 class SelectorRemover:
@@ -318,14 +365,18 @@ class SelectorRemover:
             return PurgeInvariantError(
                 f"subscription {sub_id!r} on {queue} received {message_id!r}, which it did not select; not acked"
             )
-        if not subscription.open:
+        if not subscription.open or subscription.stopped:
             result.late += 1
             return None
-        if message_id not in subscription.outstanding:
+        if message_id in subscription.outstanding:
+            subscription.firsts[message_id] = frame
+        elif _one_message(subscription.firsts[message_id], frame):
             result.extra_copies += 1
-        subscription.outstanding.discard(message_id)
-        subscription.taken.append(message_id)
-        subscription.last_ack = frame.headers["ack"]
+        else:
+            subscription.stop_before(message_id)
+            result.ambiguous.append(message_id)
+            return None
+        subscription.take(message_id, frame.headers["ack"])
         return None
 
     @staticmethod

@@ -326,6 +326,7 @@ class PurgeService:
         purged = swept + [p for p in pending if p.message_id in removed]
         if purged:
             self.ledger.mark_purged(queue, purged)
+        pending, ambiguous = self._give_up_ambiguous(queue, pending, removal.ambiguous if removal else [], waiting)
         if swept and self.late_copies is not None:  # marked: the sweep may forget them
             self.late_copies.forget(queue, {p.message_id for p in swept if p.message_id})
         if removal is not None and removal.late:
@@ -340,7 +341,8 @@ class PurgeService:
         missing = self._give_up(queue, [p for p in unfound if p.message_id in tried], now_ms, deadline)
         given_up = {id(p) for p in missing}
         still: list[PendingKey] = [p for p in unfound if id(p) not in given_up]
-        result.purged, result.missing, result.pending = len(purged), len(missing) + len(unnameable), len(still)
+        result.purged, result.pending = len(purged), len(still)
+        result.missing = len(missing) + len(unnameable) + len(ambiguous)
         result.held = len(held)
         result.oldest_pending_age_ms = now_ms - min(p.consumed_at_ms for p in still) if still else None
         self.metrics.add_metric("Purged", "Count", len(purged))
@@ -350,6 +352,32 @@ class PurgeService:
         if result.oldest_pending_age_ms is not None:
             self.metrics.add_metric("OldestPendingAgeMs", "Milliseconds", result.oldest_pending_age_ms)
         return result
+
+    def _give_up_ambiguous(
+        self, queue: str, pending: list[PendingKey], ambiguous: list[str], waiting: dict[str, float]
+    ) -> tuple[list[PendingKey], list[PendingKey]]:
+        """``(still pending, given up)``: the keys whose id two different messages on DR carry are given up.
+
+        Which copy was consumed cannot be told over STOMP, and every try hands both back with a
+        raised redelivery counter, so the key is given up at once: both copies stay on DR (the
+        consumed one a duplicate after a failover, the other a message that was never consumed)
+        and the reconciliation reports them.
+        """
+        if not ambiguous:
+            return pending, []
+        named = set(ambiguous)
+        keys = [p for p in pending if p.message_id in named]
+        self.ledger.mark_missing(queue, keys)
+        for message_id in named:
+            waiting.pop(message_id, None)
+        self.metrics.add_metric("PurgeAmbiguousCopies", "Count", len(keys))
+        logger.error(
+            "%s: two different messages on DR carry each of the ids %s (a client set one of them): neither "
+            "removed, the keys marked missing; the reconciliation reports the copies",
+            queue,
+            sorted(named),
+        )
+        return [p for p in pending if p.message_id not in named], keys
 
     def _reschedule(
         self, queue: str, waiting: dict[str, float], candidates: list[str], removed: set[str], refused: set[str]

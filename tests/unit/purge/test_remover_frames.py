@@ -74,11 +74,12 @@ class ScriptedConnection:
     def __post_init__(self) -> None:
         self.transport = ScriptedTransport(self)
 
-    def deliver(self, sub_id: str, message_id: str) -> None:
+    def deliver(self, sub_id: str, message_id: str, body: str = "", **headers: str) -> None:
+        """Dispatch one frame; ``body`` and ``headers`` are the message's (a twin differs in them)."""
         ack_id = f"ack-{len(self.dispatched.get(sub_id, []))}-{sub_id}"
         self.dispatched.setdefault(sub_id, []).append((ack_id, message_id))
-        headers = {"subscription": sub_id, "message-id": message_id, "ack": ack_id}
-        self.inbox.on_message(stomp.utils.Frame("MESSAGE", headers, ""))
+        headers = {"subscription": sub_id, "message-id": message_id, "ack": ack_id, **headers}
+        self.inbox.on_message(stomp.utils.Frame("MESSAGE", headers, body))
 
     def subscribe(self, destination: str, id: str, ack: str, headers: dict[str, str]) -> None:
         self.modes.add(ack)
@@ -143,6 +144,58 @@ def test_a_message_the_bridge_delivered_twice_is_removed_in_both_copies() -> Non
     assert result.removed == [mid(1)]
     assert result.extra_copies == 1
     assert remover.connector.connections[0].acked == [mid(1), mid(1)]  # type: ignore[attr-defined]
+
+
+def test_the_bridge_s_second_copy_marked_redelivered_is_still_one_message() -> None:
+    """The primary raised its counter before resending: the delivery's headers differ, not the message's."""
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        c.deliver(sub, mid(1), "order 1", timestamp="1795340000000")
+        c.deliver(sub, mid(1), "order 1", timestamp="1795340000000", redelivered="true")
+
+    result = _remover(script).remove(QUEUE, [mid(1)])
+
+    assert (result.removed, result.extra_copies, result.ambiguous) == ([mid(1)], 1, [])
+
+
+@pytest.mark.parametrize("twin_first", [False, True], ids=["twin-after", "twin-first"])
+def test_two_different_messages_under_one_id_are_neither_removed(twin_first: bool) -> None:
+    """A client set its message's id to a consumed message's id: which copy was consumed cannot be
+    told, so the cumulative ACK stops before the id's first copy, and the frames after it go back."""
+    consumed = ("order 1", {"timestamp": "1795340000000", "correlation-id": "01HZX"})
+    twin = ("not order 1", {"timestamp": "1795340000999"})
+    first, second = (twin, consumed) if twin_first else (consumed, twin)
+
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        c.deliver(sub, mid(2))
+        c.deliver(sub, mid(1), first[0], **first[1])
+        c.deliver(sub, mid(3))
+        c.deliver(sub, mid(1), second[0], **second[1])
+        c.deliver(sub, mid(4))
+
+    remover = _remover(script)
+    result = remover.remove(QUEUE, [mid(n) for n in range(1, 5)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert connection.acked == [mid(2)]
+    assert result.removed == [mid(2)]
+    assert result.ambiguous == [mid(1)]
+    assert sorted(result.not_found) == [mid(1), mid(3), mid(4)]
+    assert result.error is None
+
+
+def test_an_id_met_twice_as_its_first_frame_covers_nothing_of_its_subscription() -> None:
+    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
+        c.deliver(sub, mid(1), "a")
+        c.deliver(sub, mid(1), "b")
+
+    remover = _remover(script)
+    result = remover.remove(QUEUE, [mid(1), mid(2)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert (connection.acked, connection.ack_frames) == ([], 0)
+    assert len(connection.unsubscribed) == 1
+    assert (result.removed, result.ambiguous) == ([], [mid(1)])
 
 
 def test_a_subscription_is_acknowledged_with_one_cumulative_ack_whatever_it_removed() -> None:

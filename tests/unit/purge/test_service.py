@@ -52,15 +52,22 @@ class FakeDR:
     browsed: list[list[str]] = field(default_factory=list)
     #: Ids whose ACK the broker refuses (a client-set id): dispatched, never removed.
     refuse: set[str] = field(default_factory=set)
+    #: Ids that two different messages carry (one named by its client after the other): neither removed.
+    twins: set[str] = field(default_factory=set)
 
     def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
         self.asked.append(list(keys))
         found = [k for k in keys if k in self.present and k not in self.slow][: self.fail_after]
         refused = [k for k in found if k in self.refuse]
-        found = [k for k in found if k not in self.refuse]
+        ambiguous = [k for k in found if k in self.twins]
+        found = [k for k in found if k not in self.refuse and k not in self.twins]
         self.present -= set(found)
         return RemovalResult(
-            removed=found, not_found=[k for k in keys if k not in found], error=self.error, refused=refused
+            removed=found,
+            not_found=[k for k in keys if k not in found],
+            error=self.error,
+            refused=refused,
+            ambiguous=ambiguous,
         )
 
     def absent(self, queue: Queue, message_ids: Sequence[str], *, deadline: float | None = None) -> set[str]:
@@ -124,6 +131,26 @@ def test_a_key_whose_ack_the_broker_refused_stays_pending_and_waits_long_before_
     assert (first.purged, first.pending) == (2, 1)
     assert [p.message_id for p in ledger.pending("ORDERS")] == [consumed[0].message_id]
     assert dr.asked[1:] == [], "a refused key is not asked for again within retry_refused_s"
+
+
+def test_a_key_whose_id_two_different_messages_carry_is_given_up_at_once_and_counted(
+    topology_path: Path,
+) -> None:
+    """Which copy was consumed cannot be told; every try would hand both back redelivered."""
+    consumed = _consumed(3)
+    dr = FakeDR({c.message_id for c in consumed}, twins={consumed[1].message_id})
+    service, ledger = _service(topology_path, dr, retry_not_found_s=0.0)
+    service.metrics = metrics = RecordingMetrics()
+    ledger.record("ORDERS", consumed)
+
+    first = service.purge_queue("ORDERS")
+    service.purge_queue("ORDERS")
+
+    assert (first.purged, first.missing, first.pending) == (2, 1, 0)
+    assert ledger.pending("ORDERS") == []
+    assert consumed[1].message_id in dr.present, "neither copy removed"
+    assert metrics.total("PurgeAmbiguousCopies") == 1
+    assert metrics.total("Missing") == 0, "not the missing-on-dr alarm's: the copies are there"
 
 
 def test_keys_not_yet_on_dr_stay_pending(topology_path: Path) -> None:
