@@ -93,13 +93,13 @@ def forwarding_connectors(root: etree._Element, topology: Topology) -> dict[str,
     """Each customer connector in ``root`` that may forward a kept queue, with those queues."""
     kept = kept_queues(topology)
     found: dict[str, list[str]] = {}
-    for connector in root.iter(core("networkConnector")):
+    for position, connector in enumerate(root.iter(core("networkConnector")), start=1):
         name = connector.get("name", "")
         if name.startswith(CONNECTOR_PREFIX):
             continue
         forwarded = [queue for queue in kept if may_forward(connector, "queue", queue)]
         if forwarded:
-            found[name or "(unnamed)"] = forwarded
+            found[name or f"(unnamed, network connector {position})"] = forwarded
     return found
 
 

@@ -13,7 +13,7 @@ from lxml import etree
 
 from brokersync.exceptions import RenderError
 from brokersync.render import render_configuration
-from brokersync.render.connectors import kept_queues, may_forward
+from brokersync.render.connectors import forwarding_connectors, kept_queues, may_forward
 from brokersync.topology import Topology
 
 CORE = "http://activemq.apache.org/schema/core"
@@ -151,6 +151,16 @@ def test_a_mirror_queue_itself_may_be_forwarded(topology: Topology) -> None:
 )
 def test_which_destinations_a_connector_forwards_follow_activemq(xml: str, forwards: bool) -> None:
     assert may_forward(_connector(xml), "queue", "ORDERS") is forwards
+
+
+def test_unnamed_connectors_are_told_apart_by_position(topology: Topology) -> None:
+    both = _base('<networkConnector uri="static:(tcp://b:61616)"/><networkConnector uri="static:(tcp://c:61616)"/>')
+    root = etree.fromstring(both.encode())
+
+    assert list(forwarding_connectors(root, topology)) == [
+        "(unnamed, network connector 1)",
+        "(unnamed, network connector 2)",
+    ]
 
 
 def test_our_own_connector_is_not_checked(topology: Topology) -> None:
