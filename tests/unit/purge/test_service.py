@@ -18,7 +18,7 @@ from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult
-from brokersync.purge.service import PurgeService, PurgeSettings
+from brokersync.purge.service import PurgeService, PurgeSettings, QueueReport
 from brokersync.topology import Queue, load_topology
 from tests.fake_clock import FakeClock
 
@@ -104,6 +104,19 @@ def _service(
     return service, ledger
 
 
+def _two_rounds(
+    topology_path: Path, dr: FakeDR, consumed: list[LedgerEntry], metrics: RecordingMetrics | None = None
+) -> tuple[QueueReport, Ledger]:
+    """Record ``consumed``, run two rounds at once (keys not found are due again at once); the first's report."""
+    service, ledger = _service(topology_path, dr, retry_not_found_s=0.0)
+    if metrics is not None:
+        service.metrics = metrics
+    ledger.record("ORDERS", consumed)
+    first = service.purge_queue("ORDERS")
+    service.purge_queue("ORDERS")
+    return first, ledger
+
+
 def test_found_keys_are_removed_and_marked_purged(topology_path: Path) -> None:
     consumed = _consumed(5)
     dr = FakeDR({c.message_id for c in consumed})
@@ -122,11 +135,8 @@ def test_a_key_whose_ack_the_broker_refused_stays_pending_and_waits_long_before_
     """Each try hands the message back redelivered, so it is not tried again every round."""
     consumed = _consumed(3)
     dr = FakeDR({c.message_id for c in consumed}, refuse={consumed[0].message_id})
-    service, ledger = _service(topology_path, dr, retry_not_found_s=0.0)
-    ledger.record("ORDERS", consumed)
 
-    first = service.purge_queue("ORDERS")
-    service.purge_queue("ORDERS")
+    first, ledger = _two_rounds(topology_path, dr, consumed)
 
     assert (first.purged, first.pending) == (2, 1)
     assert [p.message_id for p in ledger.pending("ORDERS")] == [consumed[0].message_id]
@@ -139,12 +149,9 @@ def test_a_key_whose_id_two_different_messages_carry_is_given_up_at_once_and_cou
     """Which copy was consumed cannot be told; every try would hand both back redelivered."""
     consumed = _consumed(3)
     dr = FakeDR({c.message_id for c in consumed}, twins={consumed[1].message_id})
-    service, ledger = _service(topology_path, dr, retry_not_found_s=0.0)
-    service.metrics = metrics = RecordingMetrics()
-    ledger.record("ORDERS", consumed)
+    metrics = RecordingMetrics()
 
-    first = service.purge_queue("ORDERS")
-    service.purge_queue("ORDERS")
+    first, ledger = _two_rounds(topology_path, dr, consumed, metrics)
 
     assert (first.purged, first.missing, first.pending) == (2, 1, 0)
     assert ledger.pending("ORDERS") == []
