@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import stomp
@@ -38,23 +40,39 @@ class _Replies(stomp.ConnectionListener):
         self.errors.append(frame)
 
 
-def _send_as(user: LocalUser, connector: StompConnector, destination: str, body: str = "forged") -> bool:
-    """Whether the broker accepted a SEND from ``user`` (a receipt) rather than refusing it (an ERROR)."""
+def _accepted(user: LocalUser, connector: StompConnector, what: str, frame: Callable[[Any], None]) -> bool:
+    """Whether the broker accepted ``frame`` (sent with receipt ``done``) from ``user`` rather than refusing it."""
     as_user = StompConnector(
         [f"stomp://{e.host}:{e.port}" for e in connector.endpoints], BrokerCredentials(user.username, user.password)
     )
     replies = _Replies()
     connection = as_user.connect(replies, name="test-second-user")
     try:
-        connection.send(destination, body, headers={"receipt": "sent", "persistent": "true"})
+        frame(connection)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and "sent" not in replies.receipts and not replies.errors:
+        while time.monotonic() < deadline and "done" not in replies.receipts and not replies.errors:
             time.sleep(0.05)
     finally:
         if connection.is_connected():
             connection.disconnect()
-    assert "sent" in replies.receipts or replies.errors, f"no reply to a SEND to {destination}"
-    return "sent" in replies.receipts and not replies.errors
+    assert "done" in replies.receipts or replies.errors, f"no reply to {what}"
+    return "done" in replies.receipts and not replies.errors
+
+
+def _send_as(user: LocalUser, connector: StompConnector, destination: str, body: str = "forged") -> bool:
+    """Whether the broker accepted a SEND from ``user`` (a receipt) rather than refusing it (an ERROR)."""
+    headers = {"receipt": "done", "persistent": "true"}
+    return _accepted(user, connector, f"a SEND to {destination}", lambda c: c.send(destination, body, headers=headers))
+
+
+def _subscribe_as(user: LocalUser, connector: StompConnector, destination: str) -> bool:
+    """Whether the broker accepted a SUBSCRIBE from ``user`` (a receipt) rather than refusing it (an ERROR)."""
+    return _accepted(
+        user,
+        connector,
+        f"a SUBSCRIBE to {destination}",
+        lambda c: c.subscribe(destination, id="s", ack="client-individual", headers={"receipt": "done"}),
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,6 +92,15 @@ def test_an_application_user_cannot_write_what_brokersync_trusts(primary: StompC
 def test_an_application_user_may_use_its_synced_queue(primary: StompConnector, dr: StompConnector) -> None:
     assert _send_as(APPLICATION_USER, primary, "/queue/ORDERS", "an order")
     assert len(receive(primary, "ORDERS", 1)) == 1
+
+
+def test_an_application_user_cannot_consume_a_sync_queue_s_copies_on_dr(
+    primary: StompConnector, dr: StompConnector
+) -> None:
+    """A failover: URI listing both brokers would otherwise consume copies there, unrecorded."""
+    assert _subscribe_as(APPLICATION_USER, primary, "/queue/ORDERS")
+    assert not _subscribe_as(APPLICATION_USER, dr, "/queue/ORDERS")
+    assert _subscribe_as(APPLICATION_USER, dr, "/queue/AUDIT"), "a mirror queue is consumed on DR too"
 
 
 def test_an_application_user_cannot_write_the_dr_brokers_inbound_queue(dr: StompConnector) -> None:

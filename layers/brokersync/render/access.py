@@ -17,6 +17,14 @@ who can send to those can make the purge remove a real, unconsumed message from 
   group and the trusted operator groups (``BROKERSYNC.RECEIPTS`` also writable by the
   receipt groups); application groups get each synced queue, the advisory topics to read,
   temporary destinations, and the patterns the topology lists;
+* on the broker playing DR, a ``sync`` queue holds copies only, and its only readers are
+  BrokerSync (the purge) and the operators: an application consuming there (a
+  ``failover:`` URI that lists both brokers picks either) would take a copy while its
+  message still waits on the primary, unrecorded, and a failover would then lose the
+  message. So the DR role grants the application groups no read there, and takes away the
+  read a primary's render gave them (a failback renders the DR role over a primary's
+  configuration); a failover rendering the primary role gives it back. Groups you grant
+  yourself keep theirs: they are yours to point at the primary;
 * ActiveMQ grants the **union** of every entry whose pattern matches a destination
   (``DefaultAuthorizationMap.getAllEntries``), so one broad entry (``queue=">"``) would undo
   all of this. After merging, every entry is checked against every protected destination
@@ -83,6 +91,11 @@ def advisory_topics(topology: Topology) -> list[str]:
     return [prefix + q.name for q in topology.captured_queues for prefix in DEPARTURE_ADVISORY_PREFIXES]
 
 
+def copies_only(topology: Topology) -> list[str]:
+    """The queues that hold nothing but copies on the broker playing DR: each ``sync`` queue."""
+    return [q.name for q in topology.captured_queues if not q.copies_both_ways]
+
+
 def protected_destinations(topology: Topology) -> list[Protected]:
     access = topology.access
     ours = frozenset(access.brokersync_groups)
@@ -109,9 +122,11 @@ def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
     ]
     if receipts:
         entries.append(Grant("queue", RECEIPTS_QUEUE, (), receipts, ()))
+    read_only_ours = set(copies_only(topology)) if accepts_copies else set()
     for queue in topology.queues:
         shared = _dedupe(ours, apps)
-        entries.append(Grant("queue", queue.name, shared, shared, shared))
+        readers = ours if queue.name in read_only_ours else shared
+        entries.append(Grant("queue", queue.name, readers, shared, shared))
         # An active-active queue's inflow takes the peer's copies whichever role this broker plays.
         writers = ours if accepts_copies or queue.copies_both_ways else ()
         entries += [Grant("queue", name, ours, writers, ours) for name in topology.copy_names(queue)]
@@ -125,9 +140,12 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
     """Merge :func:`grants` into the configuration's authorization map, then check it (see module docstring).
 
     A ``Q.DR`` entry's write groups are set, not merged: rendering the primary role over the DR
-    configuration (a failover) must take the bridge's write away again.
+    configuration (a failover) must take the bridge's write away again. So is, in the DR role,
+    the application groups' read of a ``sync`` queue (see the module docstring).
     """
+    access = topology.access
     copy_queues = {name for q in topology.queues for name in topology.copy_names(q)}
+    copy_only_reads = set(copies_only(topology)) if accepts_copies else set()
     root.set("populateJMSXUserID", "true")
     root.set("useAuthenticatedPrincipalForJMSXUserID", "true")
     entries = container(root, "plugins", "authorizationPlugin", "map", "authorizationMap", "authorizationEntries")
@@ -139,9 +157,15 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
             existing = element("authorizationEntry", [(grant.kind, grant.pattern)])
             entries.append(existing)
         exact = grant.kind == "queue" and grant.pattern in copy_queues
+        copies_read = grant.kind == "queue" and grant.pattern in copy_only_reads
         for operation in _OPERATIONS:
             groups = getattr(grant, operation)
-            if exact and operation == "write":
+            if copies_read and operation == "read":
+                # The application groups' read is taken away (a primary's render gave it); your own stay.
+                present = [g.strip() for g in existing.get(operation, "").split(",") if g.strip()]
+                kept = [g for g in present if g not in access.application_groups or g in groups]
+                existing.set(operation, ",".join(dict.fromkeys([*kept, *groups])))
+            elif exact and operation == "write":
                 if groups:
                     existing.set(operation, ",".join(groups))  # in place: the attribute keeps its position
                 else:
@@ -160,7 +184,6 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
     if temporary is None:
         temporary = element("tempDestinationAuthorizationEntry")
         holder.append(temporary)
-    access = topology.access
     everyone = _dedupe(access.brokersync_groups, access.application_groups, access.receipt_groups)
     for operation in _OPERATIONS:
         present = [g.strip() for g in temporary.get(operation, "").split(",") if g.strip()]

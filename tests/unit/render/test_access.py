@@ -82,7 +82,28 @@ def test_a_customer_entry_for_a_synced_queue_gains_brokersync_without_losing_its
 
     doc = etree.fromstring(render_configuration(topology, "dr", base=_base(customer)).encode())
 
-    assert _entry(doc, "queue", "ORDERS").get("read") == "orders-app,brokersync,admins,users"
+    assert _entry(doc, "queue", "ORDERS").get("read") == "orders-app,brokersync,admins"
+
+
+def test_on_dr_only_brokersync_and_operators_read_a_sync_queue_s_copies(topology: Topology) -> None:
+    """A consumer there (a failover: URI listing both brokers) would take a copy, unrecorded."""
+    dr = etree.fromstring(render_configuration(topology, "dr").encode())
+    primary = etree.fromstring(render_configuration(topology, "primary").encode())
+
+    assert _entry(dr, "queue", "ORDERS").get("read") == "brokersync,admins"
+    assert "users" in _entry(dr, "queue", "ORDERS").get("write")
+    assert "users" in _entry(dr, "queue", "AUDIT").get("read"), "a mirror queue's DR consumers run all the time"
+    assert "users" in _entry(primary, "queue", "ORDERS").get("read")
+
+
+def test_a_failback_takes_the_applications_read_away_and_a_failover_gives_it_back(topology: Topology) -> None:
+    was_primary = render_configuration(topology, "primary")
+
+    now_dr = render_configuration(topology, "dr", base=was_primary)
+    primary_again = render_configuration(topology, "primary", base=now_dr)
+
+    assert _entry(etree.fromstring(now_dr.encode()), "queue", "ORDERS").get("read") == "brokersync,admins"
+    assert "users" in _entry(etree.fromstring(primary_again.encode()), "queue", "ORDERS").get("read")
 
 
 def test_receipt_groups_may_write_receipts_and_nothing_else_of_ours(topology: Topology) -> None:

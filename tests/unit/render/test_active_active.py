@@ -165,3 +165,13 @@ def test_changing_a_queues_mode_leaves_none_of_the_old_copy_path_behind(
 
     for path in ("//c:compositeQueue/@name", "//c:compositeQueue//@queue", "//c:networkConnector//@physicalName"):
         assert _xpath(over_old, path) == _xpath(fresh, path)
+
+
+def test_an_active_active_queue_stays_readable_by_applications_on_both_brokers(topology: Topology) -> None:
+    """It may be consumed on either broker (a move flips it without a reboot); a sync queue on DR may not."""
+    dr = _doc(render_configuration(topology, "dr"))
+
+    [carts] = _xpath(dr, "//c:authorizationEntry[@queue='CARTS']/@read")
+    [orders] = _xpath(dr, "//c:authorizationEntry[@queue='ORDERS']/@read")
+    assert "users" in carts.split(",")
+    assert "users" not in orders.split(",")
