@@ -35,6 +35,7 @@ missing data as breaching fires: silence means broken.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -162,8 +163,11 @@ class HealthProbe:
         )
         self._loss_window(now, report)
         self._duplicate_window(now, report)
-        self._stale_primary(now, report)
-        self._forwarding_connectors(now, report)
+        if self.configuration is not None:
+            # Both checks read a broker's current configuration: one request per broker per probe.
+            read = functools.cache(self.configuration)
+            self._stale_primary(now, report, read)
+            self._forwarding_connectors(now, report, read)
         self._purge_loop(now, report)
         self._dr_queues(now, report)
         return report
@@ -237,26 +241,25 @@ class HealthProbe:
             oldest = min((p.consumed_at_ms for p in pending), default=None)
             health.duplicate_window_s = max(0.0, (now_ms - oldest) / 1000) if oldest is not None else 0.0
 
-    def _stale_primary(self, topology: Topology, report: HealthReport) -> None:
-        if self.configuration is None:
-            return
+    def _here(self, broker: Broker) -> bool:
+        """Whether ``broker`` is this region's to look at (each region reads its own brokers)."""
+        return not (broker.region and self.region and broker.region != self.region)
+
+    def _stale_primary(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
         dr = topology.dr
-        if dr.region and self.region and dr.region != self.region:
-            return  # each region looks at its own broker
+        if not self._here(dr):
+            return
         try:
-            if runs_primary_configuration(self.configuration(dr.name)):
+            if runs_primary_configuration(read(dr.name)):
                 report.stale_primaries.append(dr.name)
         except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
             report.unmeasured["stalePrimary"] = f"{dr.name}: {e}"
 
-    def _forwarding_connectors(self, topology: Topology, report: HealthReport) -> None:
-        if self.configuration is None:
-            return
-        here = [b for b in topology.brokers if not (b.region and self.region and b.region != self.region)]
+    def _forwarding_connectors(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
         found: dict[str, dict[str, list[str]]] = {}
-        for broker in here:
+        for broker in filter(self._here, topology.brokers):
             try:
-                forwarding = forwarding_connectors(parse_configuration(self.configuration(broker.name)), topology)
+                forwarding = forwarding_connectors(parse_configuration(read(broker.name)), topology)
             except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
                 report.unmeasured["forwardingConnectors"] = f"{broker.name}: {e}"
                 return

@@ -199,6 +199,19 @@ def test_brokers_running_what_brokersync_rendered_forward_nothing(
     assert metrics.values[FORWARDING_CONNECTORS] == [0]
 
 
+def test_one_probe_reads_each_broker_s_configuration_once(topology: Topology, control_records: ControlRecords) -> None:
+    """The stale-primary and the connector checks share one Amazon MQ read per broker."""
+    documents = {"orders-usw2": render_configuration(topology, "dr")}
+    probe, _ = _probe(topology, control_records, Outflows({}), documents=documents)
+    reads: list[str] = []
+    probe.configuration = lambda name: reads.append(name) or documents[name]
+
+    report = probe.probe()
+
+    assert reads == ["orders-usw2"]
+    assert (report.stale_primaries, report.forwarding_connectors) == ([], {})
+
+
 def test_an_unreadable_configuration_leaves_the_forwarding_figure_out(
     topology: Topology, control_records: ControlRecords
 ) -> None:
