@@ -50,6 +50,11 @@ class Filter:
         return self.kind == kind and pattern_matches(self.pattern, name)
 
 
+def is_brokersync_connector(connector: etree._Element) -> bool:
+    """Whether a ``networkConnector`` is BrokerSync's: named ``brokersync-...``, as rendering names them."""
+    return connector.tag == core("networkConnector") and connector.get("name", "").startswith(CONNECTOR_PREFIX)
+
+
 def _parts(destination: etree._Element) -> list[Filter]:
     """A ``<queue physicalName="A,topic://B"/>`` is a composite: each part with its own type."""
     kind = local_name(destination)
@@ -94,12 +99,11 @@ def forwarding_connectors(root: etree._Element, topology: Topology) -> dict[str,
     kept = kept_queues(topology)
     found: dict[str, list[str]] = {}
     for position, connector in enumerate(root.iter(core("networkConnector")), start=1):
-        name = connector.get("name", "")
-        if name.startswith(CONNECTOR_PREFIX):
+        if is_brokersync_connector(connector):
             continue
         forwarded = [queue for queue in kept if may_forward(connector, "queue", queue)]
         if forwarded:
-            found[name or f"(unnamed, network connector {position})"] = forwarded
+            found[connector.get("name") or f"(unnamed, network connector {position})"] = forwarded
     return found
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from lxml import etree
 
 from brokersync.exceptions import RenderError
+from brokersync.render.connectors import is_brokersync_connector
 from brokersync.render.document import core
-from brokersync.topology import CONNECTOR_PREFIX
 
 
 def runs_primary_configuration(document: str) -> bool:
@@ -21,4 +21,4 @@ def runs_primary_configuration(document: str) -> bool:
         root = etree.fromstring(document.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))
     except etree.XMLSyntaxError as e:
         raise RenderError(f"the broker's configuration is not XML: {e}") from e
-    return any(c.get("name", "").startswith(CONNECTOR_PREFIX) for c in root.iter(core("networkConnector")))
+    return any(is_brokersync_connector(c) for c in root.iter(core("networkConnector")))

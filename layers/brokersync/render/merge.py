@@ -22,10 +22,11 @@ from lxml import etree
 
 from brokersync.exceptions import RenderError
 from brokersync.render.access import merge_authorization
+from brokersync.render.connectors import is_brokersync_connector
 from brokersync.render.document import container, core, element, local_name, replace_run
 from brokersync.render.parts import RoleParts
 from brokersync.render.patterns import pattern_matches, specificity
-from brokersync.topology import CONNECTOR_PREFIX, CONSUMED_QUEUE, DEPARTURE_ADVISORY_PREFIXES, Topology
+from brokersync.topology import CONSUMED_QUEUE, DEPARTURE_ADVISORY_PREFIXES, Topology
 
 
 def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
@@ -45,11 +46,7 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
     connectors = _existing(root, "networkConnectors")
     if parts.connectors or connectors is not None:
         connectors = connectors if connectors is not None else container(root, "networkConnectors")
-        ours = [
-            c
-            for c in connectors
-            if c.tag == core("networkConnector") and c.get("name", "").startswith(CONNECTOR_PREFIX)
-        ]
+        ours = [c for c in connectors if is_brokersync_connector(c)]
         replace_run(connectors, ours, parts.connectors)
     if parts.journal:
         kahadb = container(root, "persistenceAdapter", "kahaDB")
