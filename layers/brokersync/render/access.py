@@ -71,6 +71,8 @@ class Grant:
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     admin: tuple[str, ...] = ()
+    #: Groups whose read a merge takes away from an existing entry (a sync queue on DR).
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,11 +124,13 @@ def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
     ]
     if receipts:
         entries.append(Grant("queue", RECEIPTS_QUEUE, (), receipts, ()))
-    read_only_ours = set(copies_only(topology)) if accepts_copies else set()
+    copies = set(copies_only(topology)) if accepts_copies else set()
     for queue in topology.queues:
         shared = _dedupe(ours, apps)
-        readers = ours if queue.name in read_only_ours else shared
-        entries.append(Grant("queue", queue.name, readers, shared, shared))
+        if queue.name in copies:
+            entries.append(Grant("queue", queue.name, ours, shared, shared, unread=apps))
+        else:
+            entries.append(Grant("queue", queue.name, shared, shared, shared))
         # An active-active queue's inflow takes the peer's copies whichever role this broker plays.
         writers = ours if accepts_copies or queue.copies_both_ways else ()
         entries += [Grant("queue", name, ours, writers, ours) for name in topology.copy_names(queue)]
@@ -145,7 +149,6 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
     """
     access = topology.access
     copy_queues = {name for q in topology.queues for name in topology.copy_names(q)}
-    copy_only_reads = set(copies_only(topology)) if accepts_copies else set()
     root.set("populateJMSXUserID", "true")
     root.set("useAuthenticatedPrincipalForJMSXUserID", "true")
     entries = container(root, "plugins", "authorizationPlugin", "map", "authorizationMap", "authorizationEntries")
@@ -157,21 +160,17 @@ def merge_authorization(root: etree._Element, topology: Topology, *, accepts_cop
             existing = element("authorizationEntry", [(grant.kind, grant.pattern)])
             entries.append(existing)
         exact = grant.kind == "queue" and grant.pattern in copy_queues
-        copies_read = grant.kind == "queue" and grant.pattern in copy_only_reads
         for operation in _OPERATIONS:
             groups = getattr(grant, operation)
-            if copies_read and operation == "read":
-                # The application groups' read is taken away (a primary's render gave it); your own stay.
-                present = [g.strip() for g in existing.get(operation, "").split(",") if g.strip()]
-                kept = [g for g in present if g not in access.application_groups or g in groups]
-                existing.set(operation, ",".join(dict.fromkeys([*kept, *groups])))
-            elif exact and operation == "write":
+            if exact and operation == "write":
                 if groups:
                     existing.set(operation, ",".join(groups))  # in place: the attribute keeps its position
                 else:
                     existing.attrib.pop(operation, None)
             elif groups:
                 present = [g.strip() for g in existing.get(operation, "").split(",") if g.strip()]
+                if operation == "read":  # a primary's render gave these; groups you grant stay
+                    present = [g for g in present if g not in grant.unread or g in groups]
                 existing.set(operation, ",".join(dict.fromkeys([*present, *groups])))
     authorization_map = entries.getparent()
     assert authorization_map is not None
