@@ -16,7 +16,7 @@ STOMP ones.
 from __future__ import annotations
 
 import socket
-import time
+from collections.abc import Callable
 
 import pytest
 import stomp
@@ -25,9 +25,10 @@ from ulid import ULID
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import memory_ledger
 from brokersync.topology import Topology
+from brokersync_local.backlog import wait_until
 from brokersync_local.world import LocalWorld
 from tests.integration.java_clients import run_java_client
-from tests.integration.stomp_helpers import RECEIPT_TIMEOUT_S
+from tests.integration.stomp_helpers import RECEIPT_TIMEOUT_S, produce
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
 from tests.integration.test_openwire_producers import produce_over_openwire
@@ -47,12 +48,8 @@ class _Frames(stomp.ConnectionListener):
         self.receipts.append(frame.headers["receipt-id"])
 
 
-def _wait(condition: object, what: str) -> None:
-    deadline = time.monotonic() + RECEIPT_TIMEOUT_S
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+def _wait(condition: Callable[[], bool], what: str) -> None:
+    wait_until(condition, RECEIPT_TIMEOUT_S, what, poll_s=0.02)
 
 
 def _ack_in_a_transaction(primary: StompConnector, queue: str, count: int, ack_mode: str, end: str) -> set[str]:
@@ -81,15 +78,8 @@ def _ack_in_a_transaction(primary: StompConnector, queue: str, count: int, ack_m
 
 
 def _produce(primary: StompConnector, queue: str, count: int) -> set[str]:
-    sent = _Frames()
-    connection = primary.connect(sent, name="test-producer")
-    for index in range(count):
-        headers = {"persistent": "true", "correlation-id": str(ULID())}
-        if index == count - 1:
-            headers["receipt"] = "sent"
-        connection.send(f"/queue/{queue}", "body", headers=headers)
-    _wait(lambda: "sent" in sent.receipts, f"{count} sends to {queue}")
-    connection.disconnect()
+    """``count`` persistent messages, each with its own correlation id: their message ids."""
+    produce(primary, queue, [("body", {"correlation-id": str(ULID())}) for _ in range(count)])
     return primary_ids(primary, queue)
 
 

@@ -8,7 +8,8 @@ both; a cumulative ACK naming a frame after the twin then removed the twin, a me
 consumed. Which of the two was consumed cannot be told over STOMP, so the remover now covers
 neither, returns the id as ambiguous, and the purge gives the key up: both copies stay.
 
-The twin is sent over OpenWire by a small Java program on the broker's own client jar.
+The twin is sent over OpenWire by a small Java program on the broker's own client jar
+(``ClientSetMessageId`` with ``leave``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import memory_ledger
@@ -31,7 +33,6 @@ from tests.integration.test_exact_removal import copies_settled
 pytestmark = pytest.mark.broker
 
 QUEUE = "PAYMENTS"  # keyed by message id: the relay records the consumed message's own id
-TWIN_BODY = "the twin, never consumed"
 #: A consumed message whose copy is not on DR (removed already, or still on the bridge): it
 #: gives a purge subscription the room that lets a twin in.
 ABSENT = "ID:absent-41000-1795340000000-1:1:-1:1:1"
@@ -45,12 +46,18 @@ def twins_removed(world: LocalWorld) -> Iterator[None]:
         run_java_client("ResendWithTextView", port, QUEUE, "-", "100", "1000")
 
 
+def twin_body(message_id: str) -> str:
+    """What ClientSetMessageId sends as the body of the message it names ``message_id``."""
+    return f"client-set id {message_id}"
+
+
 def _consumed_twin_and_later(world: LocalWorld, topology: Topology, primary: StompConnector) -> tuple[str, str]:
     """A message consumed on the primary, its twin left there, then one more consumed: (the id, the later id)."""
     send(primary, QUEUE, "consumed", {"which": "first"})
     [first] = receive(primary, QUEUE, 1, selector="which = 'first'")
     consumed = first.headers["message-id"]
-    named = run_java_client("SendNamedMessage", world.ports.primary_openwire, QUEUE, consumed, TWIN_BODY)
+    port = world.ports.primary_openwire
+    named = run_java_client("ClientSetMessageId", port, QUEUE, consumed, str(ULID()), "leave")
     assert named.strip() == consumed
     send(primary, QUEUE, "consumed after the twin", {"which": "later"})
     [later] = receive(primary, QUEUE, 1, selector="which = 'later'")
@@ -69,18 +76,20 @@ def test_a_subscription_with_room_for_a_twin_removes_neither_copy_of_its_id(
     on_dr = browse(dr, QUEUE)
     assert result.ambiguous == [consumed]
     assert consumed not in result.removed
-    assert sorted(f.body for f in on_dr if f.headers["message-id"] == consumed) == ["consumed", TWIN_BODY]
-    assert [f.body for f in browse(primary, QUEUE)] == [TWIN_BODY]
+    assert sorted(f.body for f in on_dr if f.headers["message-id"] == consumed) == sorted(
+        ["consumed", twin_body(consumed)]
+    )
+    assert [f.body for f in browse(primary, QUEUE)] == [twin_body(consumed)]
 
 
 @pytest.mark.usefixtures("twins_removed")
 def test_the_purge_gives_the_twin_s_id_up_and_removes_everything_else(
     world: LocalWorld, topology: Topology, primary: StompConnector, dr: StompConnector
 ) -> None:
-    _consumed, later = _consumed_twin_and_later(world, topology, primary)
+    consumed, later = _consumed_twin_and_later(world, topology, primary)
 
     capture_and_purge(topology, primary, dr, memory_ledger(), queue=QUEUE)  # until nothing is pending
 
     on_dr = browse(dr, QUEUE)
-    assert sorted(f.body for f in on_dr) == ["consumed", TWIN_BODY]
+    assert sorted(f.body for f in on_dr) == sorted(["consumed", twin_body(consumed)])
     assert later not in {f.headers["message-id"] for f in on_dr}

@@ -12,8 +12,11 @@
 // another producer's sequence). So the primary raises a consumed advisory whose message id is
 // the chosen text.
 //
-// Usage: java -cp '/usr/share/activemq/lib/*' ClientSetMessageId.java BROKER_URL QUEUE MESSAGE_ID CORRELATION_ID
-// Prints the consumed message's JMSMessageID.
+// With `leave` it sends the message and leaves it on the queue: named after a message that was
+// consumed, it is a twin, two different messages under one id of which only one was consumed.
+//
+// Usage: java -cp '/usr/share/activemq/lib/*' ClientSetMessageId.java BROKER_URL QUEUE MESSAGE_ID CORRELATION_ID [leave]
+// Prints the consumed (or, with `leave`, the sent) message's JMSMessageID.
 
 import javax.jms.Message;
 import javax.jms.MessageConsumer;
@@ -32,8 +35,9 @@ public class ClientSetMessageId {
     private static final String MARK = "brokersync_test_client_set_id";
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 4) {
-            System.err.println("usage: ClientSetMessageId BROKER_URL QUEUE MESSAGE_ID CORRELATION_ID");
+        boolean leave = args.length == 5 && args[4].equals("leave");
+        if (args.length != 4 && !leave) {
+            System.err.println("usage: ClientSetMessageId BROKER_URL QUEUE MESSAGE_ID CORRELATION_ID [leave]");
             System.exit(2);
         }
         ActiveMQQueue queue = new ActiveMQQueue(args[1]);
@@ -58,6 +62,10 @@ public class ClientSetMessageId {
             connection.syncSendPacket(message);
             connection.syncSendPacket(new RemoveInfo(producerId));
             connection.syncSendPacket(new RemoveInfo(sending.getSessionId()));
+            if (leave) {
+                System.out.println(message.getJMSMessageID());
+                return;
+            }
 
             Session session = connection.createSession(false, Session.CLIENT_ACKNOWLEDGE);
             MessageConsumer consumer = session.createConsumer(queue, MARK + " = TRUE");
