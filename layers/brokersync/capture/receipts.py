@@ -16,6 +16,7 @@ publishing to the wrong queue, and parsing it would only waste the batch's time.
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -27,6 +28,9 @@ from brokersync.ledger.codec import plausible_consumed_at_ms
 from brokersync.topology import MAX_QUEUE_NAME_LENGTH, Topology
 
 MAX_RECEIPT_BYTES = 4096
+#: ISO 8601's basic date (``20261122``) is the one form of it made of digits alone; any other
+#: string of digits is an epoch time.
+_ISO_BASIC_DATE_DIGITS = 8
 
 
 class Receipt(BaseModel):
@@ -42,7 +46,14 @@ class Receipt(BaseModel):
     @field_validator("consumed_at_ms", mode="before")
     @classmethod
     def _epoch_ms(cls, value: object) -> int:
-        if isinstance(value, str):
+        """Epoch ms as a JSON integer, a float (``time.time() * 1000``, floored to its millisecond) or
+        a string of digits (clients that send every field as text), else ISO 8601. Each is then
+        held to 2000-2100, which is what refuses epoch seconds in any of these forms."""
+        if isinstance(value, float) and math.isfinite(value):
+            value = math.floor(value)
+        elif isinstance(value, str) and value.isascii() and value.isdigit() and len(value) > _ISO_BASIC_DATE_DIGITS:
+            value = int(value)
+        elif isinstance(value, str):
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)

@@ -51,6 +51,20 @@ def test_consumed_at_may_be_iso_8601(topology: Topology) -> None:
     assert parse_receipt(data, topology).consumed_at_ms == 1795341600123
 
 
+@pytest.mark.parametrize(
+    ("consumed_at", "ms"),
+    [(1795342453627.0, 1795342453627), (1795342453627.9, 1795342453627), ("1795342453627", 1795342453627)],
+    ids=["float", "float-with-a-fraction", "digits-as-text"],
+)
+def test_consumed_at_may_be_epoch_ms_as_a_float_or_as_text(
+    topology: Topology, consumed_at: float | str, ms: int
+) -> None:
+    """What ``time.time() * 1000`` and clients that send every field as text produce: floored to the ms."""
+    data = json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": consumed_at})
+
+    assert parse_receipt(data, topology).consumed_at_ms == ms
+
+
 def test_a_message_id_receipt_on_a_message_id_queue(topology: Topology) -> None:
     record = parse_receipt(receipt_json("PAYMENTS", MESSAGE_ID, AT), topology)
 
@@ -80,6 +94,10 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": True}),
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 1_795_342_453}),
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 10**40}),
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": 1_795_342_453.5}),
+        json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": "1795342453"}),
+        f'{{"queue": "ORDERS", "key": "{ULID_KEY}", "messageId": "{MESSAGE_ID}", "consumedAt": NaN}}',
+        f'{{"queue": "ORDERS", "key": "{ULID_KEY}", "messageId": "{MESSAGE_ID}", "consumedAt": Infinity}}',
         json.dumps({"queue": "ORDERS", "key": ULID_KEY, "messageId": MESSAGE_ID, "consumedAt": "1970-01-01T00:00:01Z"}),
         f'{{"queue": "ORDERS", "key": "{ULID_KEY}", "messageId": "{MESSAGE_ID}", "messageId": "{MESSAGE_ID[:-1]}8",'
         f' "consumedAt": {AT}}}',
@@ -96,6 +114,10 @@ def test_an_oversized_receipt_is_refused_before_parsing(topology: Topology) -> N
         "time-a-bool",
         "time-in-seconds",
         "time-past-2100",
+        "time-in-seconds-as-a-float",
+        "time-in-seconds-as-text",
+        "time-nan",
+        "time-infinite",
         "time-before-2000",
         "message-id-twice",
         "queue-twice",
