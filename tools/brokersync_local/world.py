@@ -99,8 +99,17 @@ def with_dr_memory_limit(topology: Topology, memory_limit_mb: int | None) -> Top
 class LocalWorld:
     """The brokers and moto of one state directory."""
 
-    def __init__(self, topology: Topology, state_dir: Path, ports: WorldPorts | None = None) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        state_dir: Path,
+        ports: WorldPorts | None = None,
+        base_configuration: str | None = None,
+    ) -> None:
+        """``base_configuration`` is a customer's own ``<broker>`` document that both brokers'
+        configurations are rendered into (``brokersync render --base``), as on Amazon MQ."""
         self.ports = ports or WorldPorts()
+        self.base_configuration = base_configuration
         self.topology = localise(topology, self.ports)
         self.state_dir = Path(state_dir).resolve()
         self.brokers: dict[Role, BrokerProcess] = {
@@ -152,7 +161,7 @@ class LocalWorld:
         (and ``down`` still stops) a broker restarted under a new pid.
         """
         broker = self.brokers[role]
-        configuration = render_configuration(self.topology, role)
+        configuration = render_configuration(self.topology, role, base=self.base_configuration)
         broker.prepare(wrap_for_local(configuration, broker.name, broker.ports))
         broker.start()
         if self.env_file.exists():
