@@ -12,6 +12,8 @@ has our name keeps its own forwards and gains ours. A synced queue's policy goes
 customer's entry for exactly that queue when there is one; otherwise a new entry starts as
 a copy of the most specific customer entry that matched the queue (often ``queue=">"``),
 so our exact-name entry does not silently take their settings away from that queue.
+A broker that ran ActiveMQ's default interceptors (none configured) gets the default virtual
+topic written out beside our composites, which would otherwise replace it.
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
         _merge_destinations(container(root, "destinations"), parts.destinations)
     virtual = _existing(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
     if parts.composites or virtual is not None:
-        virtual = (
-            virtual
-            if virtual is not None
-            else container(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
-        )
+        if virtual is None:
+            keeps_default = _runs_default_interceptors(root)
+            virtual = container(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
+            if keeps_default:
+                virtual.append(default_virtual_topic())
         _merge_composites(virtual, parts.composites, topology)
     if parts.policies:
         _merge_policies(container(root, "destinationPolicy", "policyMap", "policyEntries"), parts.policies)
@@ -60,6 +62,22 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
     if topology.access.enforce:
         merge_authorization(root, topology, accepts_copies=parts.accepts_copies)
     _drop_empty(root)
+
+
+def _runs_default_interceptors(root: etree._Element) -> bool:
+    """Whether the broker ``root`` configures, runs ActiveMQ's default virtual topics.
+
+    A broker whose configuration has no ``destinationInterceptors`` gets ActiveMQ's own: a
+    virtual topic on ``VirtualTopic.>`` (unless ``useVirtualTopics="false"``). Configuring any
+    interceptor replaces that default, so the composite queues a render adds would silently
+    stop every ``VirtualTopic.*`` topic reaching its ``Consumer.*.`` queues.
+    """
+    return _existing(root, "destinationInterceptors") is None and root.get("useVirtualTopics", "true") != "false"
+
+
+def default_virtual_topic() -> etree._Element:
+    """ActiveMQ's default virtual topic (``BrokerService.createDefaultDestinationInterceptor``), spelled out."""
+    return element("virtualTopic", [("name", "VirtualTopic.>"), ("prefix", "Consumer.*."), ("selectorAware", "false")])
 
 
 def _existing(root: etree._Element, *path: str) -> etree._Element | None:

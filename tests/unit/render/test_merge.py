@@ -120,3 +120,38 @@ def test_a_customer_forward_only_composite_on_a_synced_queue_is_refused(topology
 def test_a_base_that_is_not_a_configuration_is_refused(topology: Topology, base: str, message: str) -> None:
     with pytest.raises(RenderError, match=message):
         render_configuration(topology, "primary", base=base)
+
+
+VIRTUAL_TOPICS = "//c:destinationInterceptors//c:virtualTopic"
+CORE = NS["c"]
+
+
+@pytest.mark.parametrize("role", ["primary", "dr"])
+@pytest.mark.parametrize("with_base", [False, True])
+def test_a_broker_on_activemqs_default_interceptors_keeps_its_virtual_topics(
+    topology: Topology, customer_base: str, role: str, with_base: bool
+) -> None:
+    """Without ``destinationInterceptors`` ActiveMQ runs a virtual topic on ``VirtualTopic.>``; the
+    composites a render adds would replace it, so the render spells that default out."""
+    doc = _doc(render_configuration(topology, role, base=customer_base if with_base else None))
+
+    [virtual_topic] = doc.xpath(VIRTUAL_TOPICS, namespaces=NS)
+    assert dict(virtual_topic.attrib) == {"name": "VirtualTopic.>", "prefix": "Consumer.*.", "selectorAware": "false"}
+
+
+def test_a_broker_with_virtual_topics_turned_off_gets_none(topology: Topology) -> None:
+    base = f'<broker xmlns="{CORE}" useVirtualTopics="false"/>'
+
+    assert _doc(render_configuration(topology, "primary", base=base)).xpath(VIRTUAL_TOPICS, namespaces=NS) == []
+
+
+def test_a_broker_with_interceptors_of_its_own_keeps_exactly_its_own_virtual_topics(topology: Topology) -> None:
+    base = (
+        f'<broker xmlns="{CORE}"><destinationInterceptors><virtualDestinationInterceptor><virtualDestinations>'
+        '<virtualTopic name="EVENTS.>" prefix="VQ.*."/>'
+        "</virtualDestinations></virtualDestinationInterceptor></destinationInterceptors></broker>"
+    )
+
+    doc = _doc(render_configuration(topology, "primary", base=base))
+
+    assert [t.get("name") for t in doc.xpath(VIRTUAL_TOPICS, namespaces=NS)] == ["EVENTS.>"]
