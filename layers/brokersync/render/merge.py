@@ -38,10 +38,10 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
     virtual = _existing(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
     if parts.composites or virtual is not None:
         if virtual is None:
-            keeps_default = _runs_default_interceptors(root)
+            keeps_default = _existing(root, "destinationInterceptors") is None
             virtual = container(root, "destinationInterceptors", "virtualDestinationInterceptor", "virtualDestinations")
             if keeps_default:
-                virtual.append(default_virtual_topic())
+                _write_out_default_interceptors(root, virtual)
         _merge_composites(virtual, parts.composites, topology)
     if parts.policies:
         _merge_policies(container(root, "destinationPolicy", "policyMap", "policyEntries"), parts.policies)
@@ -64,19 +64,23 @@ def merge(root: etree._Element, parts: RoleParts, topology: Topology) -> None:
     _drop_empty(root)
 
 
-def _runs_default_interceptors(root: etree._Element) -> bool:
-    """Whether the broker ``root`` configures, runs ActiveMQ's default virtual topics.
+def _write_out_default_interceptors(root: etree._Element, virtual: etree._Element) -> None:
+    """ActiveMQ's default interceptors (``BrokerService.createDefaultDestinationInterceptor``), spelled out.
 
-    A broker whose configuration has no ``destinationInterceptors`` gets ActiveMQ's own: a
-    virtual topic on ``VirtualTopic.>`` (unless ``useVirtualTopics="false"``). Configuring any
-    interceptor replaces that default, so the composite queues a render adds would silently
-    stop every ``VirtualTopic.*`` topic reaching its ``Consumer.*.`` queues.
+    A broker whose configuration has no ``destinationInterceptors`` runs a virtual topic on
+    ``VirtualTopic.>`` (unless ``useVirtualTopics="false"``) and, with ``useMirroredQueues="true"``,
+    mirrored queues. Configuring any interceptor replaces those defaults, so without this the
+    composite queues a render adds would silently stop every ``VirtualTopic.*`` topic reaching
+    its ``Consumer.*.`` queues.
     """
-    return _existing(root, "destinationInterceptors") is None and root.get("useVirtualTopics", "true") != "false"
+    if root.get("useVirtualTopics", "true") != "false":
+        virtual.append(default_virtual_topic())
+    if root.get("useMirroredQueues", "false") == "true":
+        container(root, "destinationInterceptors").append(element("mirroredQueue"))
 
 
 def default_virtual_topic() -> etree._Element:
-    """ActiveMQ's default virtual topic (``BrokerService.createDefaultDestinationInterceptor``), spelled out."""
+    """The virtual topic ActiveMQ runs when no interceptor is configured: ``VirtualTopic.>`` into ``Consumer.*.``."""
     return element("virtualTopic", [("name", "VirtualTopic.>"), ("prefix", "Consumer.*."), ("selectorAware", "false")])
 
 

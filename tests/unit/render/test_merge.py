@@ -155,3 +155,14 @@ def test_a_broker_with_interceptors_of_its_own_keeps_exactly_its_own_virtual_top
     doc = _doc(render_configuration(topology, "primary", base=base))
 
     assert [t.get("name") for t in doc.xpath(VIRTUAL_TOPICS, namespaces=NS)] == ["EVENTS.>"]
+
+
+def test_a_broker_with_mirrored_queues_turned_on_keeps_them_and_a_second_render_changes_nothing(
+    topology: Topology,
+) -> None:
+    first = render_configuration(topology, "primary", base=f'<broker xmlns="{CORE}" useMirroredQueues="true"/>')
+    doc = _doc(first)
+
+    assert len(doc.xpath("//c:destinationInterceptors/c:mirroredQueue", namespaces=NS)) == 1
+    assert len(doc.xpath(VIRTUAL_TOPICS, namespaces=NS)) == 1
+    assert render_configuration(topology, "primary", base=first) == first
