@@ -35,6 +35,7 @@ from brokersync.purge.late_copies import consumed_at_head
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
+from brokersync.render.advisories import advisories_off, advisories_refusal
 from brokersync.render.connectors import forwarding_connectors, refusal
 from brokersync.render.document import parse_configuration
 from brokersync.roles import RoleAssignment, RoleStore, apply_roles
@@ -414,20 +415,25 @@ class FailoverSteps:
     def apply_configuration(self, ctx: TransitionContext, broker: str, role: Role) -> dict[str, Any]:
         """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending.
 
-        A network connector of the customer's that may forward a synced queue is refused when
-        an operator renders, but a transition goes on with it (it was added to the running
-        broker, past the render): the connector is logged, counted as a configuration warning
-        and returned, so the operator can add its exclusions once the transition is done.
+        A network connector of the customer's that may forward a synced queue, and advisories
+        turned off, are refused when an operator renders, but a transition goes on with them
+        (they were added to the running broker, past the render): each is logged, counted as a
+        configuration warning and returned, so the operator can fix it once the transition is done.
         """
         _, _, current = self.env.brokers.current_document(broker)
         after = self._after(ctx)
-        document = render_configuration(after, role, base=current, refuse_forwarding_connectors=False)
-        forwarding = forwarding_connectors(parse_configuration(document), after)
+        document = render_configuration(after, role, base=current, refuse_unsafe_base=False)
+        root = parse_configuration(document)
+        forwarding = forwarding_connectors(root, after)
         for name, queues in forwarding.items():
             logger.warning("%s: %s", broker, refusal(name, queues))
+        no_advisories = advisories_off(root)
+        if no_advisories:
+            logger.warning("%s: %s", broker, advisories_refusal(root.get("advisorySupport", "")))
         applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx.mode}: {role}")
-        if applied.warnings or forwarding:
-            self.env.metrics.add_metric("ConfigurationWarnings", "Count", len(applied.warnings) + len(forwarding))
+        warnings = len(applied.warnings) + len(forwarding) + int(no_advisories)
+        if warnings:
+            self.env.metrics.add_metric("ConfigurationWarnings", "Count", warnings)
         return {
             "broker": broker,
             "role": role,
@@ -436,6 +442,7 @@ class FailoverSteps:
             "createdRevision": applied.created,
             "sanitizationWarnings": applied.warnings,
             "forwardingConnectors": forwarding,
+            "advisoriesOff": no_advisories,
         }
 
     def reboot(self, ctx: TransitionContext, applied: list[dict[str, Any]]) -> dict[str, Any]:

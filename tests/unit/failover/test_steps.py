@@ -321,3 +321,29 @@ def test_a_pair_in_one_region_drains_on_its_own_replica_alone(steps: FailoverSte
 class _UnreadableLedger:
     def pending(self, queue: str, limit: int = 1000, *, read_only: bool = False) -> list[Any]:
         raise LedgerUnavailableError("ledger unavailable (connection): timed out")
+
+
+def test_a_failover_goes_on_over_advisories_turned_off_and_reports_it(
+    steps: FailoverSteps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rendering refuses such a base; a revision someone edited on the running broker must not stop a failover."""
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    configuration_id, revision, document = steps.env.brokers.current_document("orders-usw2")
+    quiet = document.replace("<broker ", '<broker advisorySupport="false" ', 1)
+    monkeypatch.setattr(steps.env.brokers, "current_document", lambda broker: (configuration_id, revision, quiet))
+    steps.env.metrics = metrics = RecordingMetrics()
+
+    applied = steps.apply_configuration(ctx, "orders-usw2", "primary")
+
+    assert (applied["advisoriesOff"], applied["forwardingConnectors"]) == (True, {})
+    assert metrics.total("ConfigurationWarnings") == 1
+
+
+def test_a_failover_over_a_usual_revision_reports_no_warning(steps: FailoverSteps) -> None:
+    ctx = steps.plan({"mode": "FAILOVER"}, "exec-1")
+    steps.env.metrics = metrics = RecordingMetrics()
+
+    applied = steps.apply_configuration(ctx, "orders-usw2", "primary")
+
+    assert (applied["advisoriesOff"], applied["forwardingConnectors"]) == (False, {})
+    assert metrics.total("ConfigurationWarnings") == 0
