@@ -48,6 +48,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerStore
 from brokersync.metrics import MetricsSink
+from brokersync.render.advisories import advisories_off, advisories_refusal
 from brokersync.render.connectors import forwarding_connectors
 from brokersync.render.document import parse_configuration
 from brokersync.render.inspect import runs_primary_configuration
@@ -75,6 +76,7 @@ DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: Customer network connectors, on the brokers of this region, that may forward what BrokerSync counts on.
 FORWARDING_CONNECTORS = "ForwardingConnectors"
+ADVISORIES_OFF = "AdvisoriesOff"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Where the alarm on the broker's memory fires, before it is full.
@@ -118,6 +120,9 @@ class HealthReport:
     #: Per broker of this region, its customer network connectors that may forward kept queues,
     #: with those queues (None: configurations not read).
     forwarding_connectors: dict[str, dict[str, list[str]]] | None = None
+    #: Brokers of this region whose configuration turns advisories off: nothing consumed on one
+    #: is captured while it plays primary (None: configurations not read).
+    advisories_off: list[str] | None = None
     #: What could not be measured, and why.
     unmeasured: dict[str, str] = field(default_factory=dict)
 
@@ -167,7 +172,7 @@ class HealthProbe:
             # Both checks read a broker's current configuration: one request per broker per probe.
             read = functools.cache(self.configuration)
             self._stale_primary(now, report, read)
-            self._forwarding_connectors(now, report, read)
+            self._configurations(now, report, read)
         self._purge_loop(now, report)
         self._dr_queues(now, report)
         return report
@@ -255,17 +260,24 @@ class HealthProbe:
         except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
             report.unmeasured["stalePrimary"] = f"{dr.name}: {e}"
 
-    def _forwarding_connectors(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
+    def _configurations(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
+        """What a render would have refused, found in the configurations this region's brokers run."""
         found: dict[str, dict[str, list[str]]] = {}
+        quiet: list[str] = []
         for broker in filter(self._here, topology.brokers):
             try:
-                forwarding = forwarding_connectors(parse_configuration(read(broker.name)), topology)
+                root = parse_configuration(read(broker.name))
+                forwarding = forwarding_connectors(root, topology)
             except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
                 report.unmeasured["forwardingConnectors"] = f"{broker.name}: {e}"
                 return
             if forwarding:
                 found[broker.name] = forwarding
+            if advisories_off(root):
+                logger.warning("%s: %s", broker.name, advisories_refusal(root.get("advisorySupport", "")))
+                quiet.append(broker.name)
         report.forwarding_connectors = found
+        report.advisories_off = quiet
 
 
 def emit(report: HealthReport, metrics: MetricsSink) -> None:
@@ -276,6 +288,8 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     if report.forwarding_connectors is not None:
         forwarding = sum(len(connectors) for connectors in report.forwarding_connectors.values())
         metrics.add_metric(FORWARDING_CONNECTORS, "Count", forwarding)
+    if report.advisories_off is not None:
+        metrics.add_metric(ADVISORIES_OFF, "Count", len(report.advisories_off))
     if "purgeLoop" not in report.unmeasured:
         metrics.add_metric(PURGE_LOOP_HEALTHY, "Count", 0 if report.purge_loop_running is False else 1)
     if report.bridge_connected is not None:

@@ -10,6 +10,7 @@ from ulid import ULID
 from brokersync.broker.statistics import BrokerStats, QueueStats, StatisticsSnapshot
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
+    ADVISORIES_OFF,
     BRIDGE_CONNECTED,
     DR_BROKER_MEMORY_PERCENT,
     DR_QUEUE_MEMORY_PERCENT,
@@ -318,3 +319,31 @@ def test_a_pair_without_active_active_queues_emits_no_return_backlog(
     emit(probe.probe(), metrics)
 
     assert RETURN_BACKLOG_TOTAL not in metrics.values
+
+
+def test_a_broker_running_with_advisories_turned_off_is_reported(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    """Edited on the running broker, or applied by a failover that went on over it: a render refuses it."""
+    quiet = render_configuration(topology, "dr").replace("<broker ", '<broker advisorySupport="false" ', 1)
+    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": quiet})
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.advisories_off == ["orders-usw2"]
+    assert metrics.values[ADVISORIES_OFF] == [1]
+
+
+def test_brokers_running_what_brokersync_rendered_have_advisories_on(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(
+        topology, control_records, Outflows({}), documents={"orders-usw2": render_configuration(topology, "dr")}
+    )
+    metrics = RecordingMetrics()
+
+    emit(probe.probe(), metrics)
+
+    assert metrics.values[ADVISORIES_OFF] == [0]
