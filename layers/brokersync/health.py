@@ -48,10 +48,10 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerStore
 from brokersync.metrics import MetricsSink
-from brokersync.render.advisories import advisories_off, advisories_refusal
 from brokersync.render.connectors import forwarding_connectors
 from brokersync.render.document import parse_configuration
 from brokersync.render.inspect import runs_primary_configuration
+from brokersync.render.safety import unsafe_settings
 from brokersync.roles import RoleStore, apply_roles, roles_here
 from brokersync.topology import Broker, Queue, Topology
 
@@ -76,7 +76,7 @@ DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: Customer network connectors, on the brokers of this region, that may forward what BrokerSync counts on.
 FORWARDING_CONNECTORS = "ForwardingConnectors"
-ADVISORIES_OFF = "AdvisoriesOff"
+UNSAFE_BROKER_SETTINGS = "UnsafeBrokerSettings"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Where the alarm on the broker's memory fires, before it is full.
@@ -120,9 +120,9 @@ class HealthReport:
     #: Per broker of this region, its customer network connectors that may forward kept queues,
     #: with those queues (None: configurations not read).
     forwarding_connectors: dict[str, dict[str, list[str]]] | None = None
-    #: Brokers of this region whose configuration turns advisories off: nothing consumed on one
-    #: is captured while it plays primary (None: configurations not read).
-    advisories_off: list[str] | None = None
+    #: Per broker of this region, the settings of its configuration under which capture records
+    #: what was not consumed, or nothing (brokersync.render.safety; None: configurations not read).
+    unsafe_settings: dict[str, list[str]] | None = None
     #: What could not be measured, and why.
     unmeasured: dict[str, str] = field(default_factory=dict)
 
@@ -263,7 +263,7 @@ class HealthProbe:
     def _configurations(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
         """What a render would have refused, found in the configurations this region's brokers run."""
         found: dict[str, dict[str, list[str]]] = {}
-        quiet: list[str] = []
+        unsafe: dict[str, list[str]] = {}
         for broker in filter(self._here, topology.brokers):
             try:
                 root = parse_configuration(read(broker.name))
@@ -273,11 +273,13 @@ class HealthProbe:
                 return
             if forwarding:
                 found[broker.name] = forwarding
-            if advisories_off(root):
-                logger.warning("%s: %s", broker.name, advisories_refusal(root.get("advisorySupport", "")))
-                quiet.append(broker.name)
+            reasons = unsafe_settings(root, topology)
+            for reason in reasons:
+                logger.warning("%s: %s", broker.name, reason)
+            if reasons:
+                unsafe[broker.name] = reasons
         report.forwarding_connectors = found
-        report.advisories_off = quiet
+        report.unsafe_settings = unsafe
 
 
 def emit(report: HealthReport, metrics: MetricsSink) -> None:
@@ -288,8 +290,8 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
     if report.forwarding_connectors is not None:
         forwarding = sum(len(connectors) for connectors in report.forwarding_connectors.values())
         metrics.add_metric(FORWARDING_CONNECTORS, "Count", forwarding)
-    if report.advisories_off is not None:
-        metrics.add_metric(ADVISORIES_OFF, "Count", len(report.advisories_off))
+    if report.unsafe_settings is not None:
+        metrics.add_metric(UNSAFE_BROKER_SETTINGS, "Count", len(report.unsafe_settings))
     if "purgeLoop" not in report.unmeasured:
         metrics.add_metric(PURGE_LOOP_HEALTHY, "Count", 0 if report.purge_loop_running is False else 1)
     if report.bridge_connected is not None:

@@ -10,7 +10,6 @@ from ulid import ULID
 from brokersync.broker.statistics import BrokerStats, QueueStats, StatisticsSnapshot
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
-    ADVISORIES_OFF,
     BRIDGE_CONNECTED,
     DR_BROKER_MEMORY_PERCENT,
     DR_QUEUE_MEMORY_PERCENT,
@@ -20,6 +19,7 @@ from brokersync.health import (
     PENDING_PURGE_TOTAL,
     RETURN_BACKLOG_TOTAL,
     STALE_PRIMARY,
+    UNSAFE_BROKER_SETTINGS,
     HealthProbe,
     HealthReport,
     emit,
@@ -332,8 +332,10 @@ def test_a_broker_running_with_advisories_turned_off_is_reported(
     report = probe.probe()
     emit(report, metrics)
 
-    assert report.advisories_off == ["orders-usw2"]
-    assert metrics.values[ADVISORIES_OFF] == [1]
+    assert report.unsafe_settings is not None
+    assert list(report.unsafe_settings) == ["orders-usw2"]
+    assert "advisorySupport" in report.unsafe_settings["orders-usw2"][0]
+    assert metrics.values[UNSAFE_BROKER_SETTINGS] == [1]
 
 
 def test_brokers_running_what_brokersync_rendered_have_advisories_on(
@@ -346,4 +348,4 @@ def test_brokers_running_what_brokersync_rendered_have_advisories_on(
 
     emit(probe.probe(), metrics)
 
-    assert metrics.values[ADVISORIES_OFF] == [0]
+    assert metrics.values[UNSAFE_BROKER_SETTINGS] == [0]

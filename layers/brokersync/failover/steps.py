@@ -35,9 +35,9 @@ from brokersync.purge.late_copies import consumed_at_head
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.render import render_configuration
-from brokersync.render.advisories import advisories_off, advisories_refusal
 from brokersync.render.connectors import forwarding_connectors, refusal
 from brokersync.render.document import parse_configuration
+from brokersync.render.safety import unsafe_settings
 from brokersync.roles import RoleAssignment, RoleStore, apply_roles
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
@@ -415,8 +415,9 @@ class FailoverSteps:
     def apply_configuration(self, ctx: TransitionContext, broker: str, role: Role) -> dict[str, Any]:
         """Render ``role`` for ``broker`` over what it runs now (customer settings stay) and make it pending.
 
-        A network connector of the customer's that may forward a synced queue, and advisories
-        turned off, are refused when an operator renders, but a transition goes on with them
+        A network connector of the customer's that may forward a synced queue, and a setting
+        under which capture would record what was not consumed (advisories off, a redelivery
+        policy over a captured queue), are refused when an operator renders, but a transition goes on with them
         (they were added to the running broker, past the render): each is logged, counted as a
         configuration warning and returned, so the operator can fix it once the transition is done.
         """
@@ -427,11 +428,11 @@ class FailoverSteps:
         forwarding = forwarding_connectors(root, after)
         for name, queues in forwarding.items():
             logger.warning("%s: %s", broker, refusal(name, queues))
-        no_advisories = advisories_off(root)
-        if no_advisories:
-            logger.warning("%s: %s", broker, advisories_refusal(root.get("advisorySupport", "")))
+        unsafe = unsafe_settings(root, after)
+        for reason in unsafe:
+            logger.warning("%s: %s", broker, reason)
         applied = self.env.brokers.apply(broker, document, f"BrokerSync {ctx.mode}: {role}")
-        warnings = len(applied.warnings) + len(forwarding) + int(no_advisories)
+        warnings = len(applied.warnings) + len(forwarding) + len(unsafe)
         if warnings:
             self.env.metrics.add_metric("ConfigurationWarnings", "Count", warnings)
         return {
@@ -442,7 +443,7 @@ class FailoverSteps:
             "createdRevision": applied.created,
             "sanitizationWarnings": applied.warnings,
             "forwardingConnectors": forwarding,
-            "advisoriesOff": no_advisories,
+            "unsafeSettings": unsafe,
         }
 
     def reboot(self, ctx: TransitionContext, applied: list[dict[str, Any]]) -> dict[str, Any]:

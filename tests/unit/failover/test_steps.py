@@ -335,7 +335,8 @@ def test_a_failover_goes_on_over_advisories_turned_off_and_reports_it(
 
     applied = steps.apply_configuration(ctx, "orders-usw2", "primary")
 
-    assert (applied["advisoriesOff"], applied["forwardingConnectors"]) == (True, {})
+    [reason] = applied["unsafeSettings"]
+    assert "advisorySupport" in reason and applied["forwardingConnectors"] == {}
     assert metrics.total("ConfigurationWarnings") == 1
 
 
@@ -345,5 +346,5 @@ def test_a_failover_over_a_usual_revision_reports_no_warning(steps: FailoverStep
 
     applied = steps.apply_configuration(ctx, "orders-usw2", "primary")
 
-    assert (applied["advisoriesOff"], applied["forwardingConnectors"]) == (False, {})
+    assert (applied["unsafeSettings"], applied["forwardingConnectors"]) == ([], {})
     assert metrics.total("ConfigurationWarnings") == 0
