@@ -31,12 +31,10 @@ from brokersync.render import render_configuration
 from brokersync.render.document import CORE_NS
 from brokersync.topology import Topology, load_topology
 from brokersync_local.world import LocalWorld, WorldPorts
-from brokersync_local.wrapper import wrap_for_local
-from tests.emptying import empty_pair
+from tests.integration.own_pairs import Pair, emptied_after, ids_once_there, own_pair, restart_with
 from tests.integration.stomp_helpers import send
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
-from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
 PORTS = WorldPorts(primary_openwire=61926, primary_stomp=61923, dr_openwire=62926, dr_stomp=62923, aws=5325)
@@ -65,21 +63,15 @@ EVERY_QUEUE = _with_redelivery(f"<defaultEntry><redeliveryPolicy {POLICY}/></def
 
 @pytest.fixture(scope="module")
 def redelivering_pair(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
-    world = LocalWorld(
-        load_topology(topology_path), tmp_path_factory.mktemp("redelivery"), shifted_ports(PORTS), OTHER_QUEUES_ONLY
-    )
-    world.up(timeout_s=90, log=lambda _m: None)
-    try:
+    topology = load_topology(topology_path)
+    with own_pair(topology, tmp_path_factory.mktemp("redelivery"), PORTS, OTHER_QUEUES_ONLY) as world:
         yield world
-    finally:
-        world.destroy()
 
 
 @pytest.fixture
-def pair(redelivering_pair: LocalWorld) -> Iterator[tuple[Topology, StompConnector, StompConnector]]:
-    topology = redelivering_pair.topology
-    yield topology, StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
-    empty_pair(topology)
+def pair(redelivering_pair: LocalWorld) -> Iterator[Pair]:
+    with emptied_after(redelivering_pair) as pair:
+        yield pair
 
 
 def nack_one(primary: StompConnector, queue: str = "ORDERS") -> str:
@@ -110,7 +102,7 @@ def produce_one(topology: Topology, primary: StompConnector) -> None:
 
 
 def test_without_a_policy_for_the_synced_queue_a_nacked_message_is_dead_lettered_and_leaves_dr(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     produce_one(topology, primary)
@@ -126,27 +118,20 @@ def test_without_a_policy_for_the_synced_queue_a_nacked_message_is_dead_lettered
 
 
 def test_with_a_policy_over_the_synced_queue_a_nacked_message_comes_back_without_its_dr_copy(
-    redelivering_pair: LocalWorld, pair: tuple[Topology, StompConnector, StompConnector]
+    redelivering_pair: LocalWorld, pair: Pair
 ) -> None:
     """Last in this module: the primary is left running the refused configuration."""
     topology, primary, dr = pair
-    broker = redelivering_pair.brokers["primary"]
-    broker.pid = broker.pid or redelivering_pair.read_env()["primary"]["pid"]
-    broker.stop()
     refused = render_configuration(topology, "primary", base=EVERY_QUEUE, refuse_unsafe_base=False)
-    broker.prepare(wrap_for_local(refused, broker.name, broker.ports))
-    broker.start()
-    broker.wait_ready(60)
+    restart_with(redelivering_pair, "primary", refused)
     produce_one(topology, primary)
 
     nacked = nack_one(primary)
     capture_and_purge(topology, primary, dr, memory_ledger())
-    deadline = time.monotonic() + REDELIVERY_DELAY_S + 20
-    while primary_ids(primary) != {nacked} and time.monotonic() < deadline:
-        time.sleep(0.2)
+    returned = ids_once_there(primary, "ORDERS", 1, timeout_s=REDELIVERY_DELAY_S + 20)
     copies_settled(primary, topology)
 
-    assert primary_ids(primary) == {nacked}, "the plugin sent the message back"
+    assert returned == primary_ids(primary) == {nacked}, "the plugin sent the message back"
     assert (
         StatisticsClient(primary).queue_stats([topology.dr_name("ORDERS")])[topology.dr_name("ORDERS")].enqueue_count
         == 2

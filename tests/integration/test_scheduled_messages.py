@@ -25,15 +25,13 @@ from brokersync.broker.stomp import StompConnector
 from brokersync.ledger import memory_ledger
 from brokersync.render import render_configuration
 from brokersync.render.document import CORE_NS
-from brokersync.topology import Topology, load_topology
+from brokersync.topology import load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
-from brokersync_local.wrapper import wrap_for_local
-from tests.emptying import empty_pair
+from tests.integration.own_pairs import Pair, emptied_after, ids_once_there, own_pair, restart_with
 from tests.integration.stomp_helpers import receive, send
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
-from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
 PORTS = WorldPorts(primary_openwire=61896, primary_stomp=61893, dr_openwire=62896, dr_stomp=62893, aws=5295)
@@ -45,21 +43,14 @@ DELAY_MS = 5_000
 
 @pytest.fixture(scope="module")
 def scheduling_pair(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
-    world = LocalWorld(
-        load_topology(topology_path), tmp_path_factory.mktemp("scheduling"), shifted_ports(PORTS), SCHEDULER_ON
-    )
-    world.up(timeout_s=90, log=lambda _m: None)
-    try:
+    with own_pair(load_topology(topology_path), tmp_path_factory.mktemp("scheduling"), PORTS, SCHEDULER_ON) as world:
         yield world
-    finally:
-        world.destroy()
 
 
 @pytest.fixture
-def pair(scheduling_pair: LocalWorld) -> Iterator[tuple[Topology, StompConnector, StompConnector]]:
-    topology = scheduling_pair.topology
-    yield topology, StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
-    empty_pair(topology)
+def pair(scheduling_pair: LocalWorld) -> Iterator[Pair]:
+    with emptied_after(scheduling_pair) as pair:
+        yield pair
 
 
 def schedule(primary: StompConnector, headers: dict[str, str]) -> str:
@@ -68,19 +59,13 @@ def schedule(primary: StompConnector, headers: dict[str, str]) -> str:
     return key
 
 
-def released(primary: StompConnector, count: int, timeout_s: float = 30) -> set[str]:
-    """The ids on the primary's ORDERS once ``count`` messages are there."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        ids = primary_ids(primary)
-        if len(ids) >= count:
-            return ids
-        time.sleep(0.2)
-    raise AssertionError(f"the scheduler released fewer than {count} messages within {timeout_s} s")
+def released(primary: StompConnector, count: int) -> set[str]:
+    """The ids on the primary's ORDERS once the scheduler has released ``count`` messages there."""
+    return ids_once_there(primary, "ORDERS", count)
 
 
 def test_a_delayed_message_is_on_neither_broker_until_released_then_copied_once(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     schedule(primary, {"AMQ_SCHEDULED_DELAY": str(DELAY_MS)})
@@ -95,7 +80,7 @@ def test_a_delayed_message_is_on_neither_broker_until_released_then_copied_once(
 
 
 def test_a_released_delayed_message_leaves_dr_once_consumed_and_an_unconsumed_one_stays(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     for _ in range(2):
@@ -113,7 +98,7 @@ def test_a_released_delayed_message_leaves_dr_once_consumed_and_an_unconsumed_on
 
 
 def test_each_repetition_of_a_repeated_message_is_its_own_message_on_dr(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     schedule(primary, {"AMQ_SCHEDULED_DELAY": "500", "AMQ_SCHEDULED_PERIOD": "500", "AMQ_SCHEDULED_REPEAT": "2"})
@@ -130,7 +115,7 @@ def test_each_repetition_of_a_repeated_message_is_its_own_message_on_dr(
 
 
 def test_a_message_still_held_when_the_primary_turns_dr_is_released_into_the_dr_queue(
-    scheduling_pair: LocalWorld, pair: tuple[Topology, StompConnector, StompConnector]
+    scheduling_pair: LocalWorld, pair: Pair
 ) -> None:
     """A switchover in miniature: the old primary restarts with the DR role's configuration
     while its scheduler holds a message. The job survives the restart and releases the message
@@ -138,13 +123,7 @@ def test_a_message_still_held_when_the_primary_turns_dr_is_released_into_the_dr_
     nowhere. (Last in this module: the pair's primary is left playing DR.)"""
     topology, primary, _ = pair
     schedule(primary, {"AMQ_SCHEDULED_DELAY": str(DELAY_MS)})
-    broker = scheduling_pair.brokers["primary"]
-    broker.pid = broker.pid or scheduling_pair.read_env()["primary"]["pid"]
-    broker.stop()
-    as_dr = render_configuration(topology.swapped(), "dr", base=SCHEDULER_ON)
-    broker.prepare(wrap_for_local(as_dr, broker.name, broker.ports))
-    broker.start()
-    broker.wait_ready(60)
+    restart_with(scheduling_pair, "primary", render_configuration(topology.swapped(), "dr", base=SCHEDULER_ON))
 
     [message] = released(primary, 1)
     time.sleep(1)

@@ -11,7 +11,6 @@ DR, and consuming it there removes the copy.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,11 +22,10 @@ from brokersync.topology import Queue, Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.world import LocalWorld, WorldPorts
 from brokersync_local.wrapper import APPLICATION_USER
-from tests.emptying import empty_pair
+from tests.integration.own_pairs import Pair, emptied_after, ids_once_there, own_pair
 from tests.integration.stomp_helpers import receive
 from tests.integration.sync_helpers import capture_and_purge
 from tests.integration.test_exact_removal import copies_settled, dr_state, primary_ids
-from tests.ports import shifted_ports
 
 pytestmark = pytest.mark.broker
 PORTS = WorldPorts(primary_openwire=61916, primary_stomp=61913, dr_openwire=62916, dr_stomp=62913, aws=5315)
@@ -52,12 +50,8 @@ def virtual_pair(topology_path: Path, tmp_path_factory: pytest.TempPathFactory) 
     topology = shipped.model_copy(
         update={"queues": [*shipped.queues, Queue(name=SYNCED, sync_key="message-id")], "access": access}
     )
-    world = LocalWorld(topology, tmp_path_factory.mktemp("virtual-topics"), shifted_ports(PORTS))
-    world.up(timeout_s=90, log=lambda _m: None)
-    try:
+    with own_pair(topology, tmp_path_factory.mktemp("virtual-topics"), PORTS) as world:
         yield world
-    finally:
-        world.destroy()
 
 
 def as_application(topology: Topology) -> StompConnector:
@@ -67,14 +61,13 @@ def as_application(topology: Topology) -> StompConnector:
 
 
 @pytest.fixture
-def pair(virtual_pair: LocalWorld) -> Iterator[tuple[Topology, StompConnector, StompConnector]]:
-    topology = virtual_pair.topology
+def pair(virtual_pair: LocalWorld) -> Iterator[Pair]:
     # A virtual topic forwards only into consumer queues that exist: the subscriber's first
     # subscription makes its queue (the synced one is declared by the render).
-    receive(as_application(topology), UNSYNCED, 1, timeout_s=0.5)
-    yield topology, StompConnector(topology.primary.stomp), StompConnector(topology.dr.stomp)
-    empty_pair(topology, [SYNCED])
-    receive(as_application(topology), UNSYNCED, 1_000, timeout_s=1)
+    receive(as_application(virtual_pair.topology), UNSYNCED, 1, timeout_s=0.5)
+    with emptied_after(virtual_pair, [SYNCED]) as pair:
+        yield pair
+    receive(as_application(virtual_pair.topology), UNSYNCED, 1_000, timeout_s=1)
 
 
 def publish(topology: Topology, count: int) -> None:
@@ -87,35 +80,25 @@ def publish(topology: Topology, count: int) -> None:
         connection.disconnect(receipt="bye")
 
 
-def on_primary(primary: StompConnector, queue: str, count: int, timeout_s: float = 20) -> set[str]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        ids = primary_ids(primary, queue)
-        if len(ids) >= count:
-            return ids
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {count} messages reached {queue} within {timeout_s} s")
-
-
 def test_a_publication_reaches_every_consumer_queue_and_the_synced_one_is_copied_to_dr(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     publish(topology, 3)
 
-    synced = on_primary(primary, SYNCED, 3)
-    assert len(on_primary(as_application(topology), UNSYNCED, 3)) == 3
+    synced = ids_once_there(primary, SYNCED, 3)
+    assert len(ids_once_there(as_application(topology), UNSYNCED, 3)) == 3
     copies_settled(primary, topology, SYNCED)
     assert {f.headers["message-id"] for f in browse(dr, SYNCED)} == synced
     assert browse(dr, UNSYNCED) == []
 
 
 def test_consuming_a_synced_consumer_queue_removes_exactly_those_copies_from_dr(
-    pair: tuple[Topology, StompConnector, StompConnector],
+    pair: Pair,
 ) -> None:
     topology, primary, dr = pair
     publish(topology, 4)
-    on_primary(primary, SYNCED, 4)
+    ids_once_there(primary, SYNCED, 4)
     copies_settled(primary, topology, SYNCED)
 
     consumed = {f.headers["message-id"] for f in receive(primary, SYNCED, 2)}
