@@ -76,6 +76,7 @@ DR_BROKER_MEMORY_PERCENT = "DrBrokerMemoryPercent"
 RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 #: Customer network connectors, on the brokers of this region, that may forward what BrokerSync counts on.
 FORWARDING_CONNECTORS = "ForwardingConnectors"
+#: Brokers of this region whose configuration holds a setting brokersync.render.safety refuses.
 UNSAFE_BROKER_SETTINGS = "UnsafeBrokerSettings"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60

@@ -17,6 +17,17 @@ from brokersync.render.allowlist import CORE_NS
 EMPTY_CONFIGURATION = f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<broker xmlns="{CORE_NS}"/>\n'
 
 
+#: How Spring reads a boolean attribute (``CustomBooleanEditor``: trimmed, case-insensitive).
+_SPRING_TRUE = frozenset({"true", "on", "yes", "1"})
+_SPRING_FALSE = frozenset({"false", "off", "no", "0"})
+
+
+def spring_boolean(value: str | None, default: bool) -> bool:
+    """An attribute's boolean as the broker reads it; ``default`` when absent or not a boolean word."""
+    word = (value or "").strip().lower()
+    return True if word in _SPRING_TRUE else False if word in _SPRING_FALSE else default
+
+
 def core(name: str) -> str:
     """Clark notation for an element of ActiveMQ's core namespace."""
     return f"{{{CORE_NS}}}{name}"

@@ -25,7 +25,7 @@ from lxml import etree
 from brokersync.exceptions import RenderError
 from brokersync.render.access import merge_authorization
 from brokersync.render.connectors import is_brokersync_connector
-from brokersync.render.document import container, core, element, local_name, replace_run
+from brokersync.render.document import container, core, element, local_name, replace_run, spring_boolean
 from brokersync.render.parts import RoleParts
 from brokersync.render.patterns import pattern_matches, specificity
 from brokersync.topology import CONSUMED_QUEUE, DEPARTURE_ADVISORY_PREFIXES, Topology
@@ -73,9 +73,9 @@ def _write_out_default_interceptors(root: etree._Element, virtual: etree._Elemen
     composite queues a render adds would silently stop every ``VirtualTopic.*`` topic reaching
     its ``Consumer.*.`` queues.
     """
-    if root.get("useVirtualTopics", "true") != "false":
+    if spring_boolean(root.get("useVirtualTopics"), default=True):
         virtual.append(default_virtual_topic())
-    if root.get("useMirroredQueues", "false") == "true":
+    if spring_boolean(root.get("useMirroredQueues"), default=False):
         container(root, "destinationInterceptors").append(element("mirroredQueue"))
 
 

@@ -24,17 +24,14 @@ from __future__ import annotations
 from lxml import etree
 
 from brokersync.exceptions import RenderError
-from brokersync.render.document import core
+from brokersync.render.document import core, spring_boolean
 from brokersync.render.patterns import pattern_matches
 from brokersync.topology import Topology
-
-#: How Spring reads a boolean attribute as false (``CustomBooleanEditor``, case-insensitive).
-_SPRING_FALSE = frozenset({"false", "off", "no", "0"})
 
 
 def advisories_off(root: etree._Element) -> bool:
     """Whether the ``<broker>`` element ``root`` turns advisories off (they are on by default)."""
-    return root.get("advisorySupport", "true").strip().lower() in _SPRING_FALSE
+    return not spring_boolean(root.get("advisorySupport"), default=True)
 
 
 def redelivered_queues(root: etree._Element, topology: Topology) -> list[str]:

@@ -139,8 +139,10 @@ def test_a_broker_on_activemqs_default_interceptors_keeps_its_virtual_topics(
     assert dict(virtual_topic.attrib) == {"name": "VirtualTopic.>", "prefix": "Consumer.*.", "selectorAware": "false"}
 
 
-def test_a_broker_with_virtual_topics_turned_off_gets_none(topology: Topology) -> None:
-    base = f'<broker xmlns="{CORE}" useVirtualTopics="false"/>'
+@pytest.mark.parametrize("off", ["false", "FALSE", " no ", "0"])
+def test_a_broker_with_virtual_topics_turned_off_gets_none(topology: Topology, off: str) -> None:
+    """Any spelling Spring reads as false."""
+    base = f'<broker xmlns="{CORE}" useVirtualTopics="{off}"/>'
 
     assert _doc(render_configuration(topology, "primary", base=base)).xpath(VIRTUAL_TOPICS, namespaces=NS) == []
 
