@@ -31,7 +31,7 @@ STAMP_CHECKOV := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 PYTHON_RUNTIME = $(eval PYTHON_RUNTIME := $$(shell $(BIN)/python -m brokersync_ci.runtime_python))$(PYTHON_RUNTIME)
 RUNTIME_PATH = $(if $(PYTHON_RUNTIME),$(dir $(PYTHON_RUNTIME)):,)$(PATH)
 
-.PHONY: demo test lint format deps clean down template-check lock supply-chain docs performance-page
+.PHONY: demo test lint format deps clean down template-check functions lock supply-chain docs performance-page
 
 deps: $(STAMP_DEB) $(STAMP_VENV)
 
@@ -83,12 +83,19 @@ template-check: deps $(STAMP_SAM) $(STAMP_NPM)
 	  --cached --cache-dir .brokersync/sam-cache > .brokersync/sam-build.log 2>&1 \
 	  || { tail -40 .brokersync/sam-build.log; exit 1; }
 	$(BIN)/python -m brokersync_ci.build_architecture $(SAM_BUILD_DIR)
-	@echo "sam build for $$(uname -m), for the check of the built functions (log: .brokersync/sam-build-host.log)"
+	@$(MAKE) --no-print-directory functions
+	$(BIN)/python -m brokersync_ci.build_architecture --same-packages $(SAM_BUILD_DIR) $(HOST_BUILD_DIR)
+
+# The same sam build for this machine's architecture: what the local world's Lambda stand-in runs
+# (under python3.13, nothing else importable) and what the check of the built functions invokes.
+# --cached rebuilds only what changed; the local endpoint refuses to start on a stale build.
+functions: deps $(STAMP_SAM)
+	@test -n "$(PYTHON_RUNTIME)" || { echo "python3.13 not found: sam build needs the functions' runtime (pyenv install 3.13)"; exit 1; }
+	@echo "sam build for $$(uname -m), what the local world runs (log: .brokersync/sam-build-host.log)"
 	@$(BIN)/python -m brokersync_ci.host_template template.yaml .brokersync/template.host.yaml
 	@PATH="$(RUNTIME_PATH)" $(NO_AWS) $(SAM_VENV)/bin/sam build --template .brokersync/template.host.yaml \
 	  --build-dir $(HOST_BUILD_DIR) --cached --cache-dir .brokersync/sam-cache-host > .brokersync/sam-build-host.log 2>&1 \
 	  || { tail -40 .brokersync/sam-build-host.log; exit 1; }
-	$(BIN)/python -m brokersync_ci.build_architecture --same-packages $(SAM_BUILD_DIR) $(HOST_BUILD_DIR)
 
 # The supply chain: the layer lock matches pyproject.toml, has no known vulnerability, and the
 # template passes checkov (each skip is written next to its resource with the reason).
@@ -124,7 +131,7 @@ test: deps lint docs template-check supply-chain
 MODE ?= switchover
 RATE ?= 200
 DURATION ?= 60
-demo: deps
+demo: deps functions
 	$(BIN)/brokersync demo --mode $(MODE) --rate $(RATE) --duration $(DURATION) $(if $(HEADLESS),--headless) $(DEMO_ARGS)
 
 down:

@@ -3,12 +3,12 @@
 Stand-in for Lambda: moto without Docker answers every invoke with a canned payload. This
 launcher replaces that one method (``LambdaSimpleBackend.invoke``, a private moto API: moto
 is pinned in pyproject.toml for this reason) so that a function whose environment names
-``BROKERSYNC_HANDLER=<folder>`` runs ``functions/<folder>/app.py``'s ``lambda_handler`` in an
-execution environment of its own (:mod:`warm_functions`: a warm process per function and per
-concurrent invocation, never inside this server's process), with the function's configured
-environment, and returns its JSON result. An exception becomes ``FunctionError: Unhandled``
-with Lambda's error payload, so Step Functions Retry and Catch see what they would see in
-AWS. Everything else about the state machines (ASL interpretation, waits, retries) is moto's
+``BROKERSYNC_HANDLER=<folder>`` runs that function's ``lambda_handler``, built by ``sam build``
+(:mod:`function_code`), in an execution environment of its own (:mod:`warm_functions`: a warm
+process per function and per concurrent invocation, never inside this server's process), with
+the function's configured environment, and returns its JSON result. An exception becomes
+``FunctionError: Unhandled`` with Lambda's error payload, so Step Functions Retry and Catch see
+what they would see in AWS. Everything else about the state machines (ASL interpretation, waits, retries) is moto's
 own engine. Amazon MQ reboots are routed to the local broker processes (see ``amazon_mq``),
 StopExecution reports ABORTED at once (see ``stepfunctions_stop``), StartExecution without a
 name gets a fresh one (see ``stepfunctions_names``), and HTTP connections stay open between
@@ -28,11 +28,12 @@ from typing import Any
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from brokersync_local import amazon_mq, keep_alive, stepfunctions_names, stepfunctions_stop
+from brokersync_local.function_code import server_function_code
 from brokersync_local.warm_functions import ThrottledError, WarmFunctions
 
 HANDLER_VARIABLE = "BROKERSYNC_HANDLER"
 #: The functions' logs (their CloudWatch log streams), in the endpoint's working directory.
-_functions = WarmFunctions(Path.cwd() / "functions")
+_functions = WarmFunctions(Path.cwd() / "functions", code=server_function_code())
 atexit.register(_functions.close)
 
 

@@ -1,8 +1,10 @@
 """One warm Lambda execution environment: a process of its own that runs one function's handler.
 
-Started by :mod:`warm_functions` (inside the local AWS endpoint) as
-``python -m brokersync_local.function_runtime FUNCTIONS_DIR FOLDER REPLY_FD`` with the function's
-environment. Like Lambda's runtime loop it imports the handler once (the cold start), then
+Started by :mod:`warm_functions` (inside the local AWS endpoint) with the function's environment,
+as ``python3.13 -I -S function_runtime.py BUILD_DIR LOGICAL_ID REPLY_FD LAYER_DIR`` for ``sam
+build``'s output (:mod:`function_code`; standard library only, so nothing of the virtualenv is
+reachable), or as ``python -m brokersync_local.function_runtime FUNCTIONS_DIR FOLDER REPLY_FD``
+for the source tree. Like Lambda's runtime loop it imports the handler once (the cold start), then
 serves invocations one at a time for as long as it lives: a request is one JSON line on
 stdin, ``{"event": ..., "timeoutMs": ..., "requestId": ...}``; the reply is one JSON line on
 ``REPLY_FD``, the handler's result or Lambda's error shape. Stdout and stderr belong to the
@@ -58,6 +60,9 @@ def _error(e: BaseException) -> dict[str, Any]:
 
 def main() -> None:
     functions, folder, reply_fd = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    if len(sys.argv) > 4:  # a build: its folder first, the layer second, as /var/task and /opt/python
+        sys.path[:0] = [str(functions / folder), sys.argv[4]]
+        os.chdir(functions / folder)
     reply = os.fdopen(reply_fd, "w", encoding="utf-8", buffering=1)
     try:
         handler = _load(functions, folder)

@@ -1,11 +1,13 @@
 """moto in server mode on loopback: the local AWS endpoint.
 
 Step Functions execution is switched on (moto only records executions otherwise) and
-Lambda runs without Docker, through moto's own configuration endpoint.
+Lambda runs without Docker, through moto's own configuration endpoint. Its functions run from
+``sam build``'s output (:mod:`function_code`), checked here before the server starts.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from brokersync_local.amazon_mq import STATE_DIR_VARIABLE
 from brokersync_local.errors import ProcessFailedError
+from brokersync_local.function_code import FunctionCode, local_function_code
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import LOOPBACK, wait_until_answers
 
@@ -42,7 +45,13 @@ class MotoServer:
     def log_file(self) -> Path:
         return self.state_dir / "moto.log"
 
+    @functools.cached_property
+    def function_code(self) -> FunctionCode:
+        """What its Lambda runs; a missing or stale build is refused here, where the user sees why."""
+        return local_function_code()
+
     def start(self, timeout_s: float = 30.0) -> None:
+        code = self.function_code
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_file.open("ab")
         self._process = subprocess.Popen(
@@ -52,7 +61,7 @@ class MotoServer:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=self.state_dir,
-            env={**os.environ, STATE_DIR_VARIABLE: str(self.state_dir.parent)},
+            env={**os.environ, **code.environment(), STATE_DIR_VARIABLE: str(self.state_dir.parent)},
         )
         log.close()
         self.pid = self._process.pid

@@ -106,6 +106,8 @@ class TwoRegionWorld(LocalWorld):
         for port in ports:
             if not port_is_free(port):
                 raise PortTakenError(port, "two-region world")
+        for server in servers:
+            _ = server.function_code  # a stale build of the functions stops us before any broker starts
         started = time.monotonic()
         deadline = started + timeout_s
         try:

@@ -1,7 +1,8 @@
 """Lambda's execution environments, made small: warm processes, one per concurrent invocation.
 
 Stand-in for the Lambda service inside the local AWS endpoint (:mod:`aws_server`). Each
-function gets processes of its own (:mod:`function_runtime`), started on its first
+function gets processes of its own (:mod:`function_runtime`; what they run and under which
+Python is :mod:`function_code`'s choice, ``sam build``'s output by default), started on its first
 invocation (the cold start) and kept warm for the next, one invocation at a time each; a
 second concurrent invocation gets a second environment, as Lambda scales out. Each runs under
 the function's configured environment plus what Lambda adds (region, name, memory), writes
@@ -17,13 +18,14 @@ import json
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from brokersync_local.function_code import FunctionCode, source_code
 
 #: Time a cold environment gets to import its handler, on top of the function's timeout (Lambda's init phase).
 INIT_GRACE_S = 10.0
@@ -61,6 +63,7 @@ class FunctionPool:
     timeout_s: float
     log_dir: Path
     functions_dir: Path = FUNCTIONS
+    code: FunctionCode = field(default_factory=source_code)
     idle: list[Environment] = field(default_factory=list)
     busy: int = 0
 
@@ -69,14 +72,7 @@ class FunctionPool:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with (self.log_dir / f"{self.name}.log").open("ab") as log:
             process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "brokersync_local.function_runtime",
-                    str(self.functions_dir),
-                    self.folder,
-                    str(write_fd),
-                ],
+                self.code.command(self.folder, write_fd, self.functions_dir),
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -146,9 +142,10 @@ def _exit_error(name: str) -> dict[str, Any]:
 class WarmFunctions:
     """Every function's pool of environments, keyed by the function's ARN."""
 
-    def __init__(self, log_dir: Path, functions_dir: Path = FUNCTIONS) -> None:
+    def __init__(self, log_dir: Path, functions_dir: Path = FUNCTIONS, code: FunctionCode | None = None) -> None:
         self.log_dir = log_dir
         self.functions_dir = functions_dir
+        self.code = code or source_code()
         self._pools: dict[str, FunctionPool] = {}
         self._lock = threading.Lock()
 
@@ -181,7 +178,7 @@ class WarmFunctions:
                     "BROKERSYNC_CONFIG_DIGEST": _digest(environment),
                     "PYTHONUNBUFFERED": "1",
                 }
-                pool = FunctionPool(name, folder, lambda_env, timeout_s, self.log_dir, self.functions_dir)
+                pool = FunctionPool(name, folder, lambda_env, timeout_s, self.log_dir, self.functions_dir, self.code)
                 self._pools[arn] = pool
         return pool.invoke(event, self._lock)
 

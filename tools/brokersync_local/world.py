@@ -137,6 +137,7 @@ class LocalWorld:
         for port, purpose in self.ports.labelled():
             if not port_is_free(port):
                 raise PortTakenError(port, purpose)
+        _ = self.moto.function_code  # a stale build of the functions stops us before any broker starts
         started = time.monotonic()
         try:
             # DR first: the primary's bridge then connects on its first attempt.
