@@ -9,7 +9,9 @@ producer and consumer, and (for information) the AWS emulator. Each runs in a pr
 own, as in production; the ledger is DynamoDB (moto over HTTP), so the relay's and the
 purge's figures include their DynamoDB client work, as Lambda's would. Both are built as their
 functions build them: the relay with its capture audit and statistics reads, the purge with
-both brokers' statistics and the late-copy sweep (decision 0040).
+both brokers' statistics and the late-copy sweep (decision 0040), and both run what Lambda runs,
+``sam build``'s layer under python3.13 with nothing else importable (``sync_functions.py``,
+decision 0044; ``BROKERSYNC_LOCAL_FUNCTIONS=source`` runs ``layers/`` under the virtualenv).
 
 One run measures, side by side:
 
@@ -45,15 +47,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import cProfile
+import json
 import multiprocessing as mp
 import os
 import queue as queue_mod
 import statistics as stats_mod
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as EventType
@@ -62,36 +65,26 @@ from typing import Any
 
 import boto3
 import stomp
+from sync_functions import ENV_LEDGER_SHARDS, REGION, TABLE
 from ulid import ULID
 
 from brokersync.broker.inbox import FrameInbox
-from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
-from brokersync.capture.audit import CaptureAudit
-from brokersync.capture.relay import AdvisoryRelay, RelaySettings
-from brokersync.capture.writer import LedgerWriter
-from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, DEFAULT_RELAY_MAX_SECONDS
-from brokersync.exceptions import BrokerSyncError
-from brokersync.ledger import Ledger, dynamodb_ledger
 from brokersync.ledger.ledger import DEFAULT_SHARDS
 from brokersync.ledger.schema import create_ledger_table
-from brokersync.purge.late_copies import LateCopySweep
-from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover
-from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
 from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
+from brokersync_local.function_code import LAYER, FunctionCode, local_function_code
 from brokersync_local.world import LocalWorld, WorldPorts, with_dr_memory_limit
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTS = WorldPorts(primary_openwire=63916, primary_stomp=63913, dr_openwire=64916, dr_stomp=64913, aws=5097)
 QUEUE = "BENCH.SYNC"
 BODY = "x" * 1024
-TABLE = "brokersync-bench-ledger"
-REGION = "us-east-1"
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": REGION}
 #: Seconds of traffic at the step's rate before any measurement on a fresh pair, so that the JVMs
 #: have compiled their hot paths. 15 s left the first step measuring a primary broker still
@@ -100,10 +93,8 @@ AWS_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_
 WARM_UP_S = 60.0
 #: A step ends this long after its last message at the latest (all consumed, all purged).
 DRAIN_TIMEOUT_S = 90.0
-#: A folder: the relay and the purge write a cProfile of each step there (see ``profiled``).
-ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
-#: Set by ``--ledger-shards`` for the relay and purge processes (they inherit the environment).
-ENV_LEDGER_SHARDS = "BROKERSYNC_BENCH_LEDGER_SHARDS"
+#: The relay's and the purge's processes: sync_functions.py, on the code and Python Lambda runs.
+FUNCTIONS_SCRIPT = Path(__file__).with_name("sync_functions.py")
 #: The floor's drain is metered in this many equal parts (reported beside the whole drain's figure).
 FLOOR_PARTS = 3
 PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
@@ -122,67 +113,6 @@ class Collector(stomp.ConnectionListener):
 
     def on_message(self, frame: stomp.utils.Frame) -> None:
         self.frames.put(frame)
-
-
-class CountingLedger:
-    """The ledger with its write units counted (by DynamoDB's rules, per request) and its ``pending`` calls."""
-
-    def __init__(self, inner: Any, write_units: Synchronized, reads: Synchronized) -> None:
-        self.inner = inner
-        self.write_units = write_units
-        self.reads = reads
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def _count(self, report: Any) -> Any:
-        with self.write_units.get_lock():
-            self.write_units.value += report.write_units
-        return report
-
-    def record(self, *args: Any, **kwargs: Any) -> Any:
-        return self._count(self.inner.record(*args, **kwargs))
-
-    def mark_purged(self, *args: Any, **kwargs: Any) -> Any:
-        return self._count(self.inner.mark_purged(*args, **kwargs))
-
-    def mark_missing(self, *args: Any, **kwargs: Any) -> Any:
-        return self._count(self.inner.mark_missing(*args, **kwargs))
-
-    def pending(self, *args: Any, **kwargs: Any) -> Any:
-        with self.reads.get_lock():
-            self.reads.value += 1
-        return self.inner.pending(*args, **kwargs)
-
-
-class TimedRemover(SelectorRemover):
-    """Records when each message id was removed, for the lag figures, and what each call did.
-
-    The tallies say where the DR broker's depth-dependent work comes from: every dispatch pass
-    walks the whole backlog once per open subscription that is not yet full, and a
-    subscription is not full while some of its ids are not on DR (it then waits out the
-    remover's settle time, and every copy that arrives meanwhile starts another pass).
-    """
-
-    def __init__(self, connector: StompConnector, purged: Synchronized) -> None:
-        super().__init__(connector)
-        self.removed_at: dict[str, float] = {}
-        self.purged = purged
-        self.tally = {"calls": 0, "subscriptions": 0, "ids": 0, "not_found": 0, "calls_not_all_found": 0, "open_s": 0.0}
-
-    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
-        result = super().remove(queue, keys, deadline=deadline)
-        now = time.time()
-        for key in result.removed:
-            self.removed_at.setdefault(key, now)
-        self.purged.value = len(self.removed_at)
-        self.tally["calls"] += 1
-        self.tally["subscriptions"] += result.subscriptions
-        self.tally["ids"] += len(keys)
-        self.tally["not_found"] += len(result.not_found)
-        self.tally["calls_not_all_found"] += bool(result.not_found)
-        self.tally["open_s"] += result.elapsed_s
-        return result
 
 
 def remover_per_1000(tally: dict[str, float] | None, sent: int) -> dict[str, float] | None:
@@ -246,129 +176,90 @@ def consumer_main(
     result.close()
 
 
-@contextlib.contextmanager
-def profiled(name: str) -> Iterator[None]:
-    """With ``BROKERSYNC_BENCH_PROFILE=DIR``, a cProfile of the block into ``DIR/<name>-<pid>.prof``.
+class FunctionProcess:
+    """The relay or the purge in a process of its own (``sync_functions.py``), as its function runs in Lambda.
 
-    Where a process's CPU goes, measured in the process as it runs in the bench; off by
-    default, since profiling slows the process it measures.
+    Under the runtime's Python with only the layer of ``sam build``'s output importable, by
+    default; under this virtualenv on ``layers/`` with ``BROKERSYNC_LOCAL_FUNCTIONS=source``.
     """
-    folder = os.environ.get(ENV_PROFILE)
-    if not folder:
-        yield
-        return
-    profile = cProfile.Profile()
-    profile.enable()
-    try:
-        yield
-    finally:
-        profile.disable()
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        profile.dump_stats(Path(folder) / f"{name}-{os.getpid()}.prof")
+
+    def __init__(self, role: str, code: FunctionCode, topology: Topology, endpoint: str) -> None:
+        self.role = role
+        self.purged = 0
+        self.result: dict[str, Any] | None = None
+        self._ready = threading.Event()
+        self._done = threading.Event()
+        if code.build_dir is None:
+            command = [code.python, str(FUNCTIONS_SCRIPT), str(ROOT / "layers")]
+        else:
+            command = [code.python, "-I", "-S", str(FUNCTIONS_SCRIPT), str(code.build_dir / LAYER / "python")]
+        read_fd, write_fd = os.pipe()
+        self.process = subprocess.Popen(
+            [*command, role, str(write_fd)],
+            stdin=subprocess.PIPE,
+            stdout=sys.stderr,  # its logs: the bench's stdout is the results' JSON
+            pass_fds=(write_fd,),
+            env={**os.environ, **AWS_ENV},
+            text=True,
+        )
+        os.close(write_fd)
+        self._replies = os.fdopen(read_fd, "r", encoding="utf-8")
+        threading.Thread(target=self._read, daemon=True, name=f"{role}-replies").start()
+        assert self.process.stdin is not None
+        config = {"topology": topology.model_dump(mode="json"), "endpoint": endpoint}
+        self.process.stdin.write(json.dumps(config) + "\n")
+        self.process.stdin.flush()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _read(self) -> None:
+        for line in self._replies:
+            reply = json.loads(line)
+            if reply.get("ready"):
+                self._ready.set()
+            if "purged" in reply:
+                self.purged = reply["purged"]
+            if "result" in reply:
+                self.result = reply["result"]
+        self._done.set()
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        return self._ready.wait(timeout_s)
+
+    def stop(self) -> None:
+        """Ask it to finish its pass and report (a line on its stdin)."""
+        with contextlib.suppress(BrokenPipeError, OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.write("stop\n")
+            self.process.stdin.flush()
+
+    def finish(self, timeout_s: float) -> dict[str, Any]:
+        """What it counted, once it has stopped; an empty result if it did not report in time."""
+        self._done.wait(timeout_s)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        return self.result or {}
+
+
+def functions_runtime() -> dict[str, str]:
+    """Which Python ran the relay and the purge, and from which code (recorded with the figures)."""
+    code = local_function_code()
+    version = subprocess.run(
+        [code.python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout.strip()  # fmt: skip
+    where = "the source tree (layers/)" if code.build_dir is None else "sam build's output (make functions)"
+    return {"functions_python": version, "functions_code": where}
 
 
 def ledger_shards() -> int:
     """The ledger's shard count in this run: the product's unless ``--ledger-shards`` measures another."""
     return int(os.environ.get(ENV_LEDGER_SHARDS, DEFAULT_SHARDS))
-
-
-def bench_ledger(endpoint: str) -> Ledger:
-    """The ledger as the relay and the purge use it, with the run's shard count (both must agree)."""
-    return dynamodb_ledger(TABLE, region=REGION, host=endpoint, shards=ledger_shards())
-
-
-class CountingAudits:
-    """The ledger's capture-audit items with their writes counted: one write unit each (an item under 1 KB)."""
-
-    def __init__(self, inner: Any, write_units: Synchronized) -> None:
-        self.inner = inner
-        self.write_units = write_units
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def _count(self) -> None:
-        with self.write_units.get_lock():
-            self.write_units.value += 1
-
-    def add_audit(self, *args: Any, **kwargs: Any) -> Any:
-        self._count()
-        return self.inner.add_audit(*args, **kwargs)
-
-    def set_audit(self, *args: Any, **kwargs: Any) -> Any:
-        self._count()
-        return self.inner.set_audit(*args, **kwargs)
-
-
-def relay_main(
-    topology: Topology, endpoint: str, ready: EventType, stop: EventType, units: Synchronized, reads: Synchronized
-) -> None:
-    """The relay as its scheduled function runs it: built as the function builds it (its statistics
-    reads and its capture audit, written per batch and checked per invocation), its settings,
-    passes of its length, again and again."""
-    os.environ.update(AWS_ENV)
-    ledger = CountingLedger(bench_ledger(endpoint), units, reads)
-    primary = StompConnector(topology.primary.stomp)
-    statistics = StatisticsClient(primary)
-    audit = CaptureAudit(CountingAudits(ledger.backend, units), statistics, topology)  # type: ignore[arg-type]
-    relay = AdvisoryRelay(
-        primary, LedgerWriter(ledger), topology, settings=RelaySettings(), statistics=statistics, audit=audit
-    )
-    ready.set()
-    with profiled("relay"):
-        while not stop.is_set():
-            try:
-                relay.run(max_seconds=DEFAULT_RELAY_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
-                audit.check()
-            except BrokerSyncError:
-                stop.wait(1.0)
-
-
-def purge_main(
-    topology: Topology,
-    endpoint: str,
-    ready: EventType,
-    stop: EventType,
-    purged: Synchronized,
-    counters: tuple[Synchronized, Synchronized],
-    result: Connection,
-) -> None:
-    """The purge as its loop runs it, against the ledger in DynamoDB; sends back when each id was removed.
-
-    Each invocation's service is built as the function builds it: with both brokers' statistics
-    (the depths it reads and emits) and the late-copy sweep, whose state, like the ids not found,
-    outlives an invocation in a warm environment.
-    """
-    os.environ.update(AWS_ENV)
-    ledger = CountingLedger(bench_ledger(endpoint), *counters)
-    dr = StompConnector(topology.dr.stomp)
-    remover = TimedRemover(dr, purged)
-    sweep = LateCopySweep()
-    not_found: dict[str, dict[str, float]] = {}
-    errors: list[str] = []
-    ready.set()
-    with profiled("purge"):
-        while not stop.is_set():
-            purge = PurgeService(
-                ledger,
-                remover,
-                topology,
-                settings=PurgeSettings(),
-                dr_statistics=StatisticsClient(dr),
-                primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
-                late_copies=sweep,
-                waiting=not_found,
-            )
-            try:
-                purge.run(max_seconds=DEFAULT_PURGE_MAX_SECONDS, stop=stop)  # type: ignore[arg-type]
-            except PurgeInvariantError as e:
-                errors.append(f"PurgeInvariantError: {e}")
-                break
-            except BrokerSyncError as e:
-                errors.append(f"{type(e).__name__}: {e}")
-                stop.wait(1.0)
-    result.send({"removed_at": remover.removed_at, "errors": errors, "remover": remover.tally})
-    result.close()
 
 
 # -- steps ----------------------------------------------------------------------------------------------
@@ -382,6 +273,8 @@ class Pair:
         self.dr = StompConnector(self.topology.dr.stomp)
         self.spawn = mp.get_context("spawn")
         self.backlog = 0
+        #: The relay's and the purge's code and interpreter: the functions' build under python3.13.
+        self.code = local_function_code()
 
     def __enter__(self) -> Pair:
         self.world.up(timeout_s=90, log=lambda _m: None)
@@ -407,13 +300,11 @@ class Pair:
     def step(self, rate: float, seconds: float, *, sync: bool) -> dict[str, Any]:
         """The application at ``rate`` for ``seconds``; with ``sync`` the relay and the purge run too."""
         spawn, topology = self.spawn, self.topology
-        produced, consumed, purged = spawn.Value("q", 0), spawn.Value("q", 0), spawn.Value("q", 0)
+        produced, consumed = spawn.Value("q", 0), spawn.Value("q", 0)
         producer_cpu = spawn.Value("d", 0.0)
-        units = {name: (spawn.Value("d", 0.0), spawn.Value("q", 0)) for name in ("relay", "purge")}
-        go, stop_app, stop_sync = spawn.Event(), spawn.Event(), spawn.Event()
-        readies = {name: spawn.Event() for name in ("producer", "consumer", "relay", "purge")}
+        go, stop_app = spawn.Event(), spawn.Event()
+        readies = {name: spawn.Event() for name in ("producer", "consumer")}
         consumed_pipe, consumed_child = spawn.Pipe(duplex=False)
-        purge_pipe, purge_child = spawn.Pipe(duplex=False)
         processes = {
             "consumer": spawn.Process(
                 daemon=True,  # a failed step must not leave the bench waiting on its children
@@ -426,27 +317,47 @@ class Pair:
                 args=(topology.primary.stomp, rate, seconds, produced, producer_cpu, readies["producer"], go),
             ),
         }
-        if sync:
-            processes["relay"] = spawn.Process(
-                daemon=True,  # a failed step must not leave the bench waiting on its children
-                target=relay_main,
-                args=(topology, self.endpoint, readies["relay"], stop_sync, *units["relay"]),
-            )
-            processes["purge"] = spawn.Process(
-                daemon=True,  # a failed step must not leave the bench waiting on its children
-                target=purge_main,
-                args=(topology, self.endpoint, readies["purge"], stop_sync, purged, units["purge"], purge_child),
-            )
+        functions = (
+            {name: FunctionProcess(name, self.code, topology, self.endpoint) for name in ("relay", "purge")}
+            if sync
+            else {}
+        )
+        try:
+            return self._measure(rate, seconds, processes, functions, readies, (produced, consumed, producer_cpu),
+                                 (go, stop_app), consumed_pipe)  # fmt: skip
+        finally:
+            for function in functions.values():
+                function.stop()
+                function.finish(30)
+
+    def _measure(
+        self,
+        rate: float,
+        seconds: float,
+        processes: dict[str, Any],
+        functions: dict[str, FunctionProcess],
+        readies: dict[str, EventType],
+        values: tuple[Synchronized, Synchronized, Synchronized],
+        events: tuple[EventType, EventType],
+        consumed_pipe: Connection,
+    ) -> dict[str, Any]:
+        produced, consumed, producer_cpu = values
+        go, stop_app = events
+        sync = bool(functions)
         for process in processes.values():
             process.start()
         for name in processes:
             if not readies[name].wait(60):
                 raise TimeoutError(f"the {name} process did not start")
+        for name, function in functions.items():
+            if not function.wait_ready(60):
+                raise TimeoutError(f"the {name} process did not start (its errors are above)")
         pids = {
             "primary_broker": self.world.brokers["primary"].pid,
             "dr_broker": self.world.brokers["dr"].pid,
             "aws_emulator": self.world.moto.pid,
             **{name: process.pid for name, process in processes.items()},
+            **{name: function.pid for name, function in functions.items()},
         }
         # The producer ends before the meter stops: it reports its own CPU time instead.
         meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None and name != "producer"})
@@ -457,7 +368,7 @@ class Pair:
         sent = produced.value
 
         def drained() -> bool:
-            return consumed.value >= sent and (not sync or purged.value >= sent)
+            return consumed.value >= sent and (not sync or functions["purge"].purged >= sent)
 
         ended = time.monotonic()
         drained_in: float | None = None
@@ -470,13 +381,17 @@ class Pair:
         window_s = time.monotonic() - started
         stop_app.set()
         consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
-        stop_sync.set()
-        outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None}
-        if sync and purge_pipe.poll(60):
-            outcome = purge_pipe.recv()
+        for function in functions.values():
+            function.stop()
+        counted = {name: function.finish(60) for name, function in functions.items()}
+        outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None, **counted.get("purge", {})}
         for process in processes.values():
             process.join(timeout=30)
         removed_at: dict[str, float] = outcome["removed_at"]
+
+        def per_1000(tally: str) -> dict[str, float]:
+            return {name: round(c.get(tally, 0) / sent * 1000, 2) for name, c in counted.items()}
+
         lags = sorted(removed_at[k] - consumed_at[k] for k in removed_at if k in consumed_at)
         quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [None] * 99
         return {
@@ -493,12 +408,8 @@ class Pair:
             "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
             "purge_errors": outcome["errors"],
             "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
-            "ledger_write_units_per_1000": {name: round(w.value / sent * 1000, 2) for name, (w, _r) in units.items()}
-            if sync and sent
-            else None,
-            "ledger_reads_per_1000": {name: round(r.value / sent * 1000, 2) for name, (_w, r) in units.items()}
-            if sync and sent
-            else None,
+            "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
+            "ledger_reads_per_1000": per_1000("reads") if sync and sent else None,
         }
 
     def redelivered_backlog(self) -> int:
@@ -583,6 +494,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
         "warm_up_s": args.warm_up,
+        **functions_runtime(),
     }
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
