@@ -67,8 +67,8 @@ def test_an_invoked_function_runs_the_build_under_the_runtimes_python_alone(endp
     runtimes = [c for c in _children(endpoint.pid or 0) if any(a.endswith("function_runtime.py") for a in c)]
     assert len(runtimes) == 1
     command = runtimes[0]
-    assert Path(command[0]).name.startswith("python3.13") and command[1:3] == ["-I", "-S"]
-    assert command[4:6] == [str(HOST_BUILD_DIR), "ExportConfigFunction"]
+    assert Path(command[0]).name.startswith("python3.13") and command[1:4] == ["-I", "-S", "-u"]
+    assert command[5:7] == [str(HOST_BUILD_DIR), "ExportConfigFunction"]
     assert command[-1] == str(HOST_BUILD_DIR / "BrokerSyncLayer" / "python")
     frames = "".join(error.get("stackTrace", []))
     assert str(HOST_BUILD_DIR) in frames and ".venv" not in frames

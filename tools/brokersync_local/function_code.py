@@ -66,7 +66,10 @@ class FunctionCode:
         if logical_id is None:
             raise FunctionBuildError(f"no function of template.yaml has its code in functions/{folder}/")
         layer = self.build_dir / LAYER / "python"
-        return [self.python, "-I", "-S", str(RUNTIME_LOOP), str(self.build_dir), logical_id, str(reply_fd), str(layer)]
+        # -u: the handler's logs reach its log file as they are written (``-I`` ignores PYTHONUNBUFFERED),
+        # as Lambda's runtime streams them; the alarm evaluator reads its metrics from there.
+        return [self.python, "-I", "-S", "-u", str(RUNTIME_LOOP), str(self.build_dir), logical_id, str(reply_fd),
+                str(layer)]  # fmt: skip
 
     def environment(self) -> dict[str, str]:
         """What the endpoint's process needs to start environments the same way."""

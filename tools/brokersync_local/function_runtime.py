@@ -1,7 +1,7 @@
 """One warm Lambda execution environment: a process of its own that runs one function's handler.
 
 Started by :mod:`warm_functions` (inside the local AWS endpoint) with the function's environment,
-as ``python3.13 -I -S function_runtime.py BUILD_DIR LOGICAL_ID REPLY_FD LAYER_DIR`` for ``sam
+as ``python3.13 -I -S -u function_runtime.py BUILD_DIR LOGICAL_ID REPLY_FD LAYER_DIR`` for ``sam
 build``'s output (:mod:`function_code`; standard library only, so nothing of the virtualenv is
 reachable), or as ``python -m brokersync_local.function_runtime FUNCTIONS_DIR FOLDER REPLY_FD``
 for the source tree. Like Lambda's runtime loop it imports the handler once (the cold start), then

@@ -47,8 +47,8 @@ def test_a_fresh_build_runs_under_the_runtimes_python_with_nothing_else_importab
 
     command = code.command("probe", 9)
     build = root / ".brokersync" / "sam-build-host"
-    assert command[:3] == [RUNTIME, "-I", "-S"]
-    assert command[4:] == [str(build), "ProbeFunction", "9", str(build / LAYER / "python")]
+    assert command[:4] == [RUNTIME, "-I", "-S", "-u"]
+    assert command[5:] == [str(build), "ProbeFunction", "9", str(build / LAYER / "python")]
 
 
 def test_a_changed_layer_file_makes_the_build_stale_and_names_the_file(root: Path) -> None:
@@ -101,5 +101,5 @@ def test_the_endpoint_starts_environments_as_the_parent_chose() -> None:
     served = server_function_code(chosen.environment())
 
     assert (served.python, served.build_dir) == (RUNTIME, build)
-    assert served.command("purge_dr", 5)[4:6] == [str(build), "PurgeDrFunction"]
+    assert served.command("purge_dr", 5)[5:7] == [str(build), "PurgeDrFunction"]
     assert server_function_code({}).python == sys.executable
