@@ -78,7 +78,7 @@ from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
-from brokersync_local.function_code import LAYER, FunctionCode, local_function_code
+from brokersync_local.function_code import FunctionCode, local_function_code
 from brokersync_local.world import LocalWorld, WorldPorts, with_dr_memory_limit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,13 +189,9 @@ class FunctionProcess:
         self.result: dict[str, Any] | None = None
         self._ready = threading.Event()
         self._done = threading.Event()
-        if code.build_dir is None:
-            command = [code.python, str(FUNCTIONS_SCRIPT), str(ROOT / "layers")]
-        else:
-            command = [code.python, "-I", "-S", str(FUNCTIONS_SCRIPT), str(code.build_dir / LAYER / "python")]
         read_fd, write_fd = os.pipe()
         self.process = subprocess.Popen(
-            [*command, role, str(write_fd)],
+            [*code.run_script(FUNCTIONS_SCRIPT), str(code.layer_dir), role, str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=sys.stderr,  # its logs: the bench's stdout is the results' JSON
             pass_fds=(write_fd,),
@@ -317,100 +313,79 @@ class Pair:
                 args=(topology.primary.stomp, rate, seconds, produced, producer_cpu, readies["producer"], go),
             ),
         }
-        functions = (
-            {name: FunctionProcess(name, self.code, topology, self.endpoint) for name in ("relay", "purge")}
-            if sync
-            else {}
-        )
-        try:
-            return self._measure(rate, seconds, processes, functions, readies, (produced, consumed, producer_cpu),
-                                 (go, stop_app), consumed_pipe)  # fmt: skip
-        finally:
+        with contextlib.ExitStack() as cleanup:  # a failed step stops its functions too
+            functions: dict[str, FunctionProcess] = {}
+            for name in ("relay", "purge") if sync else ():
+                functions[name] = function = FunctionProcess(name, self.code, topology, self.endpoint)
+                cleanup.callback(function.finish, 30)
+                cleanup.callback(function.stop)
+            for process in processes.values():
+                process.start()
+            for name in processes:
+                if not readies[name].wait(60):
+                    raise TimeoutError(f"the {name} process did not start")
+            for name, function in functions.items():
+                if not function.wait_ready(60):
+                    raise TimeoutError(f"the {name} process did not start (its errors are above)")
+            pids = {
+                "primary_broker": self.world.brokers["primary"].pid,
+                "dr_broker": self.world.brokers["dr"].pid,
+                "aws_emulator": self.world.moto.pid,
+                **{name: process.pid for name, process in processes.items()},
+                **{name: function.pid for name, function in functions.items()},
+            }
+            # The producer ends before the meter stops: it reports its own CPU time instead.
+            meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None and name != "producer"})
+            meter.start()
+            started = time.monotonic()
+            go.set()
+            processes["producer"].join()
+            sent = produced.value
+
+            def drained() -> bool:
+                return consumed.value >= sent and (not sync or functions["purge"].purged >= sent)
+
+            ended = time.monotonic()
+            drained_in: float | None = None
+            while time.monotonic() - ended < DRAIN_TIMEOUT_S:
+                if drained():
+                    drained_in = time.monotonic() - ended
+                    break
+                time.sleep(0.05)
+            cpu = {**meter.stop(), "producer": producer_cpu.value}
+            window_s = time.monotonic() - started
+            stop_app.set()
+            consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
             for function in functions.values():
                 function.stop()
-                function.finish(30)
+            counted = {name: function.finish(60) for name, function in functions.items()}
+            outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None, **counted.get("purge", {})}
+            for process in processes.values():
+                process.join(timeout=30)
+            removed_at: dict[str, float] = outcome["removed_at"]
 
-    def _measure(
-        self,
-        rate: float,
-        seconds: float,
-        processes: dict[str, Any],
-        functions: dict[str, FunctionProcess],
-        readies: dict[str, EventType],
-        values: tuple[Synchronized, Synchronized, Synchronized],
-        events: tuple[EventType, EventType],
-        consumed_pipe: Connection,
-    ) -> dict[str, Any]:
-        produced, consumed, producer_cpu = values
-        go, stop_app = events
-        sync = bool(functions)
-        for process in processes.values():
-            process.start()
-        for name in processes:
-            if not readies[name].wait(60):
-                raise TimeoutError(f"the {name} process did not start")
-        for name, function in functions.items():
-            if not function.wait_ready(60):
-                raise TimeoutError(f"the {name} process did not start (its errors are above)")
-        pids = {
-            "primary_broker": self.world.brokers["primary"].pid,
-            "dr_broker": self.world.brokers["dr"].pid,
-            "aws_emulator": self.world.moto.pid,
-            **{name: process.pid for name, process in processes.items()},
-            **{name: function.pid for name, function in functions.items()},
-        }
-        # The producer ends before the meter stops: it reports its own CPU time instead.
-        meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None and name != "producer"})
-        meter.start()
-        started = time.monotonic()
-        go.set()
-        processes["producer"].join()
-        sent = produced.value
+            def per_1000(tally: str) -> dict[str, float]:
+                return {name: round(c.get(tally, 0) / sent * 1000, 2) for name, c in counted.items()}
 
-        def drained() -> bool:
-            return consumed.value >= sent and (not sync or functions["purge"].purged >= sent)
-
-        ended = time.monotonic()
-        drained_in: float | None = None
-        while time.monotonic() - ended < DRAIN_TIMEOUT_S:
-            if drained():
-                drained_in = time.monotonic() - ended
-                break
-            time.sleep(0.05)
-        cpu = {**meter.stop(), "producer": producer_cpu.value}
-        window_s = time.monotonic() - started
-        stop_app.set()
-        consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
-        for function in functions.values():
-            function.stop()
-        counted = {name: function.finish(60) for name, function in functions.items()}
-        outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None, **counted.get("purge", {})}
-        for process in processes.values():
-            process.join(timeout=30)
-        removed_at: dict[str, float] = outcome["removed_at"]
-
-        def per_1000(tally: str) -> dict[str, float]:
-            return {name: round(c.get(tally, 0) / sent * 1000, 2) for name, c in counted.items()}
-
-        lags = sorted(removed_at[k] - consumed_at[k] for k in removed_at if k in consumed_at)
-        quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [None] * 99
-        return {
-            "rate": rate,
-            "seconds": seconds,
-            "produced": sent,
-            "consumed": len(consumed_at),
-            "purged": len(removed_at) if sync else None,
-            "window_s": round(window_s, 2),
-            "drained_within_s": None if drained_in is None else round(drained_in, 2),
-            "lag_p50_s": None if quantiles[49] is None else round(quantiles[49], 3),
-            "lag_p99_s": None if quantiles[98] is None else round(quantiles[98], 3),
-            "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
-            "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
-            "purge_errors": outcome["errors"],
-            "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
-            "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
-            "ledger_reads_per_1000": per_1000("reads") if sync and sent else None,
-        }
+            lags = sorted(removed_at[k] - consumed_at[k] for k in removed_at if k in consumed_at)
+            quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [None] * 99
+            return {
+                "rate": rate,
+                "seconds": seconds,
+                "produced": sent,
+                "consumed": len(consumed_at),
+                "purged": len(removed_at) if sync else None,
+                "window_s": round(window_s, 2),
+                "drained_within_s": None if drained_in is None else round(drained_in, 2),
+                "lag_p50_s": None if quantiles[49] is None else round(quantiles[49], 3),
+                "lag_p99_s": None if quantiles[98] is None else round(quantiles[98], 3),
+                "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
+                "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
+                "purge_errors": outcome["errors"],
+                "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
+                "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
+                "ledger_reads_per_1000": per_1000("reads") if sync and sent else None,
+            }
 
     def redelivered_backlog(self) -> int:
         """Messages on DR whose redelivery flag is raised (none may be: the purge never touches them)."""

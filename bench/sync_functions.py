@@ -7,7 +7,7 @@ CPU figures are the deployed package's on the deployed runtime. With
 ``BROKERSYNC_LOCAL_FUNCTIONS=source`` the bench runs it under the virtualenv's Python on
 ``layers/`` instead. It imports nothing but the standard library until the layer is on its path.
 
-    python3.13 -I -S bench/sync_functions.py LAYER_DIR relay|purge REPLY_FD < config
+    python3.13 -I -S -u bench/sync_functions.py LAYER_DIR relay|purge REPLY_FD < config
 
 The first line on stdin is the step's configuration (``{"topology": ..., "endpoint": ...}``); a
 second line, or the end of stdin, stops it. Replies are JSON lines on ``REPLY_FD`` (stdout and

@@ -25,12 +25,8 @@ _LIST_TABLES = {
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(PORT, tmp_path_factory.mktemp("keep-alive"))
-    server.start()
-    try:
+    with MotoServer(PORT, tmp_path_factory.mktemp("keep-alive")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _ask(connection: http.client.HTTPConnection, body: bytes = b"{}") -> tuple[int, str | None, bytes]:

@@ -25,12 +25,8 @@ REGION = "us-east-1"
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = MotoServer(PORT, tmp_path_factory.mktemp("built-functions"))
-    server.start()
-    try:
+    with MotoServer(PORT, tmp_path_factory.mktemp("built-functions")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _children(pid: int) -> list[list[str]]:

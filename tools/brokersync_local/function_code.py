@@ -41,6 +41,7 @@ ENV_BUILD = "BROKERSYNC_FUNCTIONS_BUILD"
 ENV_PYTHON = "BROKERSYNC_FUNCTIONS_PYTHON"
 RUNTIME_LOOP = Path(__file__).with_name("function_runtime.py")
 SOURCE_FUNCTIONS = ROOT / "functions"
+SOURCE_LAYERS = ROOT / "layers"
 REBUILD = f"run `make functions` (sam build), or set {ENV_MODE}=source to run the source tree"
 
 
@@ -58,6 +59,22 @@ class FunctionCode:
     #: folder under ``functions/`` -> the function's logical id (its folder in the build).
     built_folders: Mapping[str, str] | None = None
 
+    @property
+    def layer_dir(self) -> Path:
+        """Lambda's ``/opt/python``: the build's layer, or ``layers/`` from the source tree."""
+        return SOURCE_LAYERS if self.build_dir is None else self.build_dir / LAYER / "python"
+
+    def run_script(self, script: Path) -> list[str]:
+        """The interpreter and flags that run ``script`` as the functions run, then the script.
+
+        On the build: ``-I -S``, so nothing but the standard library is importable until the
+        script puts the build on ``sys.path``; and ``-u``, so logs reach their file as they are
+        written (``-I`` ignores PYTHONUNBUFFERED), as Lambda's runtime streams them: the alarm
+        evaluator reads the functions' metrics from there.
+        """
+        flags = [] if self.build_dir is None else ["-I", "-S", "-u"]
+        return [self.python, *flags, str(script)]
+
     def command(self, folder: str, reply_fd: int, functions_dir: Path = SOURCE_FUNCTIONS) -> list[str]:
         """The runtime loop's command line for the function in ``functions/<folder>``."""
         if self.build_dir is None or self.built_folders is None:
@@ -65,11 +82,7 @@ class FunctionCode:
         logical_id = self.built_folders.get(folder)
         if logical_id is None:
             raise FunctionBuildError(f"no function of template.yaml has its code in functions/{folder}/")
-        layer = self.build_dir / LAYER / "python"
-        # -u: the handler's logs reach its log file as they are written (``-I`` ignores PYTHONUNBUFFERED),
-        # as Lambda's runtime streams them; the alarm evaluator reads its metrics from there.
-        return [self.python, "-I", "-S", "-u", str(RUNTIME_LOOP), str(self.build_dir), logical_id, str(reply_fd),
-                str(layer)]  # fmt: skip
+        return [*self.run_script(RUNTIME_LOOP), str(self.build_dir), logical_id, str(reply_fd), str(self.layer_dir)]
 
     def environment(self) -> dict[str, str]:
         """What the endpoint's process needs to start environments the same way."""

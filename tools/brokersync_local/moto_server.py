@@ -70,6 +70,13 @@ class MotoServer:
             raise ProcessFailedError(f"moto server did not start on port {self.port}:\n{tail}")
         self.configure()
 
+    def __enter__(self) -> MotoServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
     def configure(self) -> None:
         request = urllib.request.Request(  # noqa: S310 (loopback URL we built)
             f"{self.endpoint}/moto-api/config",
