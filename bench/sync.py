@@ -57,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as EventType
@@ -79,6 +80,7 @@ from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.browsing import browse
 from brokersync_local.function_code import FunctionCode, local_function_code
+from brokersync_local.tls import LocalTls, TlsTerminator, local_tls
 from brokersync_local.world import LocalWorld, WorldPorts, with_dr_memory_limit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,8 +264,11 @@ def ledger_shards() -> int:
 class Pair:
     """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
 
-    def __init__(self, mode: Mode, state: Path, dr_memory_mb: int | None = None) -> None:
-        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS)  # the DR heap follows the limit
+    def __init__(self, mode: Mode, state: Path, dr_memory_mb: int | None = None, tls: LocalTls | None = None) -> None:
+        # The DR heap follows the memory limit. With ``tls`` every connection to a broker is TLS
+        # and the relay and the purge reach the ledger over HTTPS, as on Amazon MQ and AWS.
+        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS, tls=tls)
+        self.tls = tls
         self.topology = self.world.topology
         self.primary = StompConnector(self.topology.primary.stomp)
         self.dr = StompConnector(self.topology.dr.stomp)
@@ -278,9 +283,14 @@ class Pair:
         self.endpoint = self.world.read_env()["aws"]["endpoint"]
         client = boto3.client("dynamodb", endpoint_url=self.endpoint, region_name=REGION)
         create_ledger_table(client, TABLE, ROOT / "template.yaml")
+        self._terminator = None if self.tls is None else TlsTerminator(self.tls, PORTS.aws).__enter__()
+        #: Where the relay and the purge reach the ledger: HTTPS with ``tls``, as Lambda reaches DynamoDB.
+        self.functions_endpoint = self.endpoint if self._terminator is None else self._terminator.endpoint
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        if self._terminator is not None:
+            self._terminator.__exit__()
         self.world.destroy()
 
     def grow_backlog(self, to: int) -> None:
@@ -316,7 +326,7 @@ class Pair:
         with contextlib.ExitStack() as cleanup:  # a failed step stops its functions too
             functions: dict[str, FunctionProcess] = {}
             for name in ("relay", "purge") if sync else ():
-                functions[name] = function = FunctionProcess(name, self.code, topology, self.endpoint)
+                functions[name] = function = FunctionProcess(name, self.code, topology, self.functions_endpoint)
                 cleanup.callback(function.finish, 30)
                 cleanup.callback(function.stop)
             for process in processes.values():
@@ -469,11 +479,40 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
         "warm_up_s": args.warm_up,
+        "tls": args.tls,
         **functions_runtime(),
     }
+    with contextlib.ExitStack() as stack:
+        tls = None
+        if args.tls:
+            tls = local_tls(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sync-tls-"))))
+            # Every client the bench starts trusts the world's certificate, and only it.
+            stack.enter_context(temporary_environment(tls.client_environment()))
+        measure_pairs(args, depths, result, tls)
+    result.update(figures(result))
+    return result
+
+
+@contextlib.contextmanager
+def temporary_environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment (which the bench's processes inherit) while in the block."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def measure_pairs(args: argparse.Namespace, depths: list[int], result: dict[str, Any], tls: LocalTls | None) -> None:
+    """The baseline and the floor on one fresh pair, the sync depths on another, into ``result``."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
-        Pair("mirror", Path(state) / "mirror", args.dr_memory_mb) as pair,
+        Pair("mirror", Path(state) / "mirror", args.dr_memory_mb, tls) as pair,
     ):
         progress("baseline pair up: warm-up")
         warm_up(pair, args.rate, args.warm_up, sync=False)
@@ -488,7 +527,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             result["baseline_deep"] = {**pair.step(args.rate, args.seconds, sync=False), "backlog": deepest}
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
-        Pair("sync", Path(state) / "sync", args.dr_memory_mb) as pair,
+        Pair("sync", Path(state) / "sync", args.dr_memory_mb, tls) as pair,
     ):
         progress("sync pair up: warm-up")
         warm_up(pair, args.rate, args.warm_up, sync=True)
@@ -505,8 +544,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         result["rate_steps"] = [
             pair.step(float(rate), args.step_seconds, sync=True) for rate in args.rates.split(",") if rate.strip()
         ]
-    result.update(figures(result))
-    return result
 
 
 def figures(result: dict[str, Any]) -> dict[str, Any]:
@@ -593,6 +630,12 @@ def main() -> int:
     )
     parser.add_argument("--rates", default="", help="also stepped load at these rates, e.g. 500,1000,1500,2000")
     parser.add_argument("--step-seconds", type=float, default=20.0, help="length of each stepped-load step (20)")
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS as in production: the brokers take only stomp+ssl and ssl (the bridge too), and the relay "
+        "and the purge reach the ledger over HTTPS; every process pays its side of each connection",
+    )
     bench_results.add_arguments(parser, "sync", repeat=2)
     args = parser.parse_args()
     if args.ledger_shards is not None:

@@ -23,6 +23,7 @@ from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFail
 from brokersync_local.moto_server import DEFAULT_REGION, PROCESS_MARKER, MotoServer
 from brokersync_local.pids import pid_is_ours, record_pid
 from brokersync_local.ports import LOOPBACK, port_answers, port_is_free
+from brokersync_local.tls import LocalTls
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
 
 ROLES: tuple[Role, Role] = ("primary", "dr")
@@ -70,14 +71,15 @@ def ports_from_env(env: dict[str, Any]) -> WorldPorts:
     )
 
 
-def localise(topology: Topology, ports: WorldPorts) -> Topology:
-    """The topology with each broker's endpoints pointed at its loopback ports."""
+def localise(topology: Topology, ports: WorldPorts, *, tls: bool = False) -> Topology:
+    """The topology with each broker's endpoints pointed at its loopback ports (TLS ones with ``tls``)."""
+    openwire, stomp = ("ssl", "stomp+ssl") if tls else ("tcp", "stomp")
     endpoints = {}
     for role in ROLES:
         local = ports.for_role(role)
         endpoints[topology.broker(role).name] = (
-            [f"tcp://{LOOPBACK}:{local.openwire}"],
-            [f"stomp://{LOOPBACK}:{local.stomp}"],
+            [f"{openwire}://{LOOPBACK}:{local.openwire}"],
+            [f"{stomp}://{LOOPBACK}:{local.stomp}"],
         )
     return topology.with_endpoints(endpoints)
 
@@ -105,12 +107,16 @@ class LocalWorld:
         state_dir: Path,
         ports: WorldPorts | None = None,
         base_configuration: str | None = None,
+        tls: LocalTls | None = None,
     ) -> None:
         """``base_configuration`` is a customer's own ``<broker>`` document that both brokers'
-        configurations are rendered into (``brokersync render --base``), as on Amazon MQ."""
+        configurations are rendered into (``brokersync render --base``), as on Amazon MQ.
+        ``tls``: the brokers take TLS only and bridge over ``ssl://``, as on Amazon MQ; their
+        clients then need :meth:`LocalTls.client_environment` (the sync bench's ``--tls``)."""
         self.ports = ports or WorldPorts()
         self.base_configuration = base_configuration
-        self.topology = localise(topology, self.ports)
+        self.tls = tls
+        self.topology = localise(topology, self.ports, tls=tls is not None)
         self.state_dir = Path(state_dir).resolve()
         self.brokers: dict[Role, BrokerProcess] = {
             role: BrokerProcess(
@@ -163,7 +169,8 @@ class LocalWorld:
         """
         broker = self.brokers[role]
         configuration = render_configuration(self.topology, role, base=self.base_configuration)
-        broker.prepare(wrap_for_local(configuration, broker.name, broker.ports))
+        bridge_user = self.topology.tuning.bridge.user
+        broker.prepare(wrap_for_local(configuration, broker.name, broker.ports, self.tls, bridge_user))
         broker.start()
         if self.env_file.exists():
             record_pid(self.env_file, role, broker.pid)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from brokersync.render.document import container, core, element, parse_configuration
+from brokersync_local.tls import STORE_PASSWORD, LocalTls
 
 _BEANS = "http://www.springframework.org/schema/beans"
 _XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -43,6 +44,9 @@ BROKERSYNC_USER = LocalUser("local", "local", "brokersync")
 APPLICATION_USER = LocalUser("app", "local-app", "users")
 RECEIPT_USER = LocalUser("receipts", "local-receipts", "receipt-writers")
 LOCAL_USERS = (BROKERSYNC_USER, APPLICATION_USER, RECEIPT_USER)
+#: The password Amazon MQ would give a network connector's ``userName`` (a broker user of the
+#: ``brokersync`` group, ``tuning.bridge.user``); the render names the user on TLS bridges only.
+BRIDGE_PASSWORD = "local-bridge"  # noqa: S105
 #: Connections without credentials (the local harness: tests, drills, the demo's own
 #: producers and browsers) act in this one group. A stand-in: Amazon MQ has no anonymous access.
 ANONYMOUS_GROUP = "brokersync"
@@ -54,8 +58,21 @@ class LocalPorts:
     stomp: int
 
 
-def wrap_for_local(configuration: str, broker_name: str, ports: LocalPorts) -> str:
-    """The full xbean file a local broker runs: the Amazon MQ document plus the managed parts."""
+def wrap_for_local(
+    configuration: str,
+    broker_name: str,
+    ports: LocalPorts,
+    tls: LocalTls | None = None,
+    bridge_user: str | None = None,
+) -> str:
+    """The full xbean file a local broker runs: the Amazon MQ document plus the managed parts.
+
+    With ``tls`` both transports take TLS only (``ssl://``, ``stomp+ssl://``), as Amazon MQ's
+    endpoints do, and the broker's SSL context holds the world's key and trust stores (the
+    trust store is what the primary's ``ssl://`` bridge verifies the DR broker with).
+    ``bridge_user`` (``tuning.bridge.user``) is a broker user on every broker, as the operator
+    creates it on both Amazon MQ brokers: the render names it on TLS bridges only.
+    """
     broker = parse_configuration(configuration)
     broker.set("brokerName", broker_name)
     broker.set("dataDirectory", "${activemq.data}")
@@ -64,16 +81,36 @@ def wrap_for_local(configuration: str, broker_name: str, ports: LocalPorts) -> s
     kahadb.set("directory", "${activemq.data}/kahadb")
     transports = container(broker, "transportConnectors")
     transports.clear()
-    for name, scheme, port in (("openwire", "tcp", ports.openwire), ("stomp", "stomp", ports.stomp)):
+    schemes = ("ssl", "stomp+ssl") if tls else ("tcp", "stomp")
+    for name, scheme, port in (("openwire", schemes[0], ports.openwire), ("stomp", schemes[1], ports.stomp)):
         uri = f"{scheme}://127.0.0.1:{port}?transport.socketBufferSize={LOOPBACK_SOCKET_BUFFER}"
         transports.append(element("transportConnector", [("name", name), ("uri", uri)]))
 
+    if tls is not None:
+        stores = [
+            ("keyStore", f"file:{tls.key_store}"), ("keyStorePassword", STORE_PASSWORD), ("keyStoreType", "PKCS12"),
+            ("trustStore", f"file:{tls.trust_store}"), ("trustStorePassword", STORE_PASSWORD),
+            ("trustStoreType", "PKCS12"),
+        ]  # fmt: skip
+        container(broker, "sslContext").append(element("sslContext", stores))
+
     plugins = container(broker, "plugins")
+    local_users = list(LOCAL_USERS)
+    connectors = list(broker.iter(core("networkConnector")))
+    named = {c.get("userName") for c in connectors} | {bridge_user}
+    for username in sorted(n for n in named if n is not None):
+        if all(u.username != username for u in local_users):
+            local_users.append(LocalUser(username, BRIDGE_PASSWORD, ANONYMOUS_GROUP))
+    passwords = {u.username: u.password for u in local_users}
+    for connector in connectors:
+        # Amazon MQ fills in the password of the broker user a connector names; so do we.
+        if (username := connector.get("userName")) is not None:
+            connector.set("password", passwords[username])
     users = element(
         "users",
         children=[
             element("authenticationUser", [("username", u.username), ("password", u.password), ("groups", u.groups)])
-            for u in LOCAL_USERS
+            for u in local_users
         ],
     )
     authentication = element(
