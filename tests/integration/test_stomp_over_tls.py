@@ -2,16 +2,11 @@
 
 stomp.py's TLS transport is non-blocking: a read can end mid-frame, and the receive loop
 (decision 0035) must carry the rest over to the next. The broker here speaks plain STOMP on
-loopback, so a TLS proxy with a certificate of its own stands in front of it.
+loopback, so a TLS terminator with a certificate of its own stands in front of it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import ssl
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +16,7 @@ import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
+from brokersync_local.tls import TlsTerminator, local_tls
 from tests.integration.stomp_helpers import produce
 
 pytestmark = pytest.mark.broker
@@ -28,51 +24,12 @@ pytestmark = pytest.mark.broker
 QUEUE = "ORDERS"
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    for end in (source, sink):
-        with contextlib.suppress(OSError):
-            end.shutdown(socket.SHUT_RDWR)
-
-
 @pytest.fixture
 def tls_proxy(tmp_path: Path, primary: StompConnector) -> Iterator[tuple[int, Path]]:
     """A TLS listener on loopback that forwards each connection to the primary's plain STOMP port."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    backend = primary.endpoints[0]
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                raw, _ = listener.accept()
-            except TimeoutError:
-                continue
-            client = context.wrap_socket(raw, server_side=True)
-            upstream = socket.create_connection((backend.host, backend.port), timeout=10)
-            upstream.settimeout(None)
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1], cert
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
+    tls = local_tls(tmp_path)
+    with TlsTerminator(tls, primary.endpoints[0].port) as terminator:
+        yield terminator.port, tls.certificate
 
 
 def _bodies() -> list[bytes]:

@@ -98,7 +98,10 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 
 
 class TlsTerminator:
-    """HTTPS on a loopback port in front of a plain one: the AWS endpoint as clients reach AWS.
+    """TLS on a loopback port in front of a plain one: the AWS endpoint as clients reach AWS (HTTPS).
+
+    It relays bytes, so it serves any protocol: a test of STOMP over TLS puts one in front of
+    a broker's plain port.
 
     moto's server speaks plain HTTP to the rest of the local world; only the clients whose
     cost is measured are pointed here. The terminator's own work lands in the process that
@@ -114,8 +117,12 @@ class TlsTerminator:
         self._thread = threading.Thread(target=self._serve, daemon=True, name="tls-terminator")
 
     @property
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
+
+    @property
     def endpoint(self) -> str:
-        return f"https://{LOOPBACK}:{self._listener.getsockname()[1]}"
+        return f"https://{LOOPBACK}:{self.port}"
 
     def __enter__(self) -> TlsTerminator:
         self._thread.start()
