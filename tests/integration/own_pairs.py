@@ -15,6 +15,7 @@ from pathlib import Path
 
 from brokersync.broker.stomp import StompConnector
 from brokersync.topology import Role, Topology
+from brokersync_local.tls import LocalTls
 from brokersync_local.world import LocalWorld, WorldPorts
 from brokersync_local.wrapper import wrap_for_local
 from tests.emptying import empty_pair
@@ -26,9 +27,14 @@ Pair = tuple[Topology, StompConnector, StompConnector]
 
 
 @contextmanager
-def own_pair(topology: Topology, state_dir: Path, ports: WorldPorts, base: str | None = None) -> Iterator[LocalWorld]:
-    """A pair on ``ports`` (shifted as the suite's are), rendered into ``base``; destroyed on exit."""
-    world = LocalWorld(topology, state_dir, shifted_ports(ports), base)
+def own_pair(
+    topology: Topology, state_dir: Path, ports: WorldPorts, base: str | None = None, tls: LocalTls | None = None
+) -> Iterator[LocalWorld]:
+    """A pair on ``ports`` (shifted as the suite's are), rendered into ``base``, TLS only with ``tls``.
+
+    Destroyed on exit.
+    """
+    world = LocalWorld(topology, state_dir, shifted_ports(ports), base, tls)
     world.up(timeout_s=90, log=lambda _m: None)
     try:
         yield world

@@ -19,12 +19,10 @@ from brokersync.topology import load_topology
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
 from brokersync_local.tls import LocalTls, local_tls
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.ports import shifted_ports
+from tests.integration.own_pairs import own_pair
 
 pytestmark = pytest.mark.broker
-PORTS = shifted_ports(
-    WorldPorts(primary_openwire=61946, primary_stomp=61943, dr_openwire=62946, dr_stomp=62943, aws=5345)
-)
+PORTS = WorldPorts(primary_openwire=61946, primary_stomp=61943, dr_openwire=62946, dr_stomp=62943, aws=5345)
 QUEUE = "ORDERS"
 
 
@@ -35,12 +33,8 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> LocalTls:
 
 @pytest.fixture(scope="module")
 def tls_world(topology_path: Path, tls: LocalTls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
-    world = LocalWorld(load_topology(topology_path), tmp_path_factory.mktemp("tls-world"), PORTS, tls=tls)
-    world.up(timeout_s=90, log=lambda _m: None)
-    try:
+    with own_pair(load_topology(topology_path), tmp_path_factory.mktemp("tls-world"), PORTS, tls=tls) as world:
         yield world
-    finally:
-        world.destroy()
 
 
 @pytest.fixture
