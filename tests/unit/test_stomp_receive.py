@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import brokersync.broker.stomp  # noqa: F401  (installs the loop, as every connection's module does)
 from brokersync.broker import stomp_receive
-from brokersync.broker.stomp_receive import STOMP_PY_READ, STOMP_PY_READ_FRAMES, read, read_frames
+from brokersync.broker.stomp_receive import STOMP_PY_READ, STOMP_PY_READ_FRAMES, TLS_READ_BYTES, read, read_frames
 from tests.unit.capture.advisories import advisory_frame
 
 _BASE = stomp.transport.BaseTransport
@@ -114,6 +114,19 @@ def _drive(
     return log, transport._BaseTransport__recvbuf
 
 
+def _tls_reads(chunks: list[bytes]) -> list[bytes]:
+    """The chunks one TLS read of ours takes, each joined: everything the socket has, except that
+    a read whose first chunk is a lone end of line returns it (a heart-beat), as stomp.py's does."""
+    reads: list[bytes] = []
+    taking: list[bytes] = []
+    for chunk in chunks:
+        if not taking and chunk in (b"\n", b"\r\n"):
+            reads.append(chunk)
+        else:
+            taking.append(chunk)
+    return [*reads, b"".join(taking)] if taking else reads
+
+
 def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
     return [stream[a:b] for a, b in itertools.pairwise(points) if b > a]
@@ -125,9 +138,12 @@ def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     blocking=st.booleans(),
 )
 def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over(stream, cuts, blocking) -> None:
+    """On a plain socket, read for read; on a TLS one, ours reads on until the socket is empty,
+    so it must hand over what stomp.py does when the socket hands the same bytes over at once."""
     chunks = _chunked(stream, cuts)
+    as_stomp_py_reads = chunks if blocking else _tls_reads(chunks)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        theirs = _drive(chunks, STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch, blocking=blocking)
+        theirs = _drive(as_stomp_py_reads, STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch, blocking=blocking)
         ours = _drive(chunks, read, read_frames, monkeypatch, blocking=blocking)
 
     assert ours == theirs
@@ -175,7 +191,7 @@ def test_a_lone_line_end_is_a_heart_beat(monkeypatch) -> None:
 
 def test_a_listener_added_between_reads_gets_the_next_read_s_messages(monkeypatch) -> None:
     log: list[tuple[object, ...]] = []
-    transport = _transport([_wire(1), _wire(2)], log)
+    transport = _transport([_wire(1), b"", _wire(2)], log)  # b"": nothing more to read for now
     read_frames(transport)
     transport.set_listener("d", _Recorder("d", log))
 
@@ -186,6 +202,51 @@ def test_a_listener_added_between_reads_gets_the_next_read_s_messages(monkeypatc
         ("a", "ID:2"),
         ("d", "ID:2"),
     ]
+
+
+def test_a_tls_read_takes_every_frame_the_socket_has_in_one_hand_off(monkeypatch) -> None:
+    """A TLS read returns one record, and ActiveMQ writes a frame per record: stopping at the
+    first frame's end would make each frame a read and a hand-off of its own."""
+    log: list[tuple[object, ...]] = []
+    transport = _transport([_wire(1), _wire(2), _wire(3), b"", _wire(4)], log)
+    handed_over: list[int] = []
+    counting = stomp_receive._message_handlers
+    monkeypatch.setattr(stomp_receive, "_message_handlers", lambda t: handed_over.append(1) or counting(t))
+
+    read_frames(transport)
+
+    assert [entry[3]["ack"] for entry in log if entry[:2] == ("a", "message")] == ["ID:1", "ID:2", "ID:3"]
+    assert len(handed_over) == 1
+
+
+def test_a_tls_read_stops_at_its_byte_bound() -> None:
+    frames = [_wire(i) for i in range(1, 400)]
+    transport = _transport(frames, [])
+    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= TLS_READ_BYTES)
+
+    taken = read(transport)
+
+    assert sum(1 for f in taken if f.startswith(b"MESSAGE")) == bound < len(frames)
+
+
+def test_a_tls_read_past_its_bound_still_takes_what_the_tls_layer_holds_decrypted() -> None:
+    """``select`` wakes for the kernel's bytes only: a record left half read would wait for the next."""
+    frames = [_wire(i) for i in range(1, 400)]
+    transport = _transport(frames, [])
+    held = iter([True, True, False])
+    transport.socket = type("Socket", (), {"pending": lambda _self: next(held, False)})()
+    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= TLS_READ_BYTES)
+
+    taken = read(transport)
+
+    assert sum(1 for f in taken if f.startswith(b"MESSAGE")) == bound + 2
+
+
+def test_a_plain_read_stops_at_the_first_frame_s_end() -> None:
+    """A blocking socket's next read would wait for more bytes while the frame it has waits too."""
+    transport = _transport([_wire(1), _wire(2)], [], blocking=True)
+
+    assert len(read(transport)) == 1
 
 
 def test_with_debug_logging_on_every_frame_goes_through_stomp_py_s_own_hand_off(monkeypatch, caplog) -> None:

@@ -44,6 +44,9 @@ _BASE = stomp.transport.BaseTransport
 STOMP_PY_READ = _BASE._BaseTransport__read  # type: ignore[attr-defined]
 STOMP_PY_READ_FRAMES = _BASE._BaseTransport__read_frames  # type: ignore[attr-defined]
 _CONTENT_LENGTH = _BASE._BaseTransport__content_length_re  # type: ignore[attr-defined]
+#: How much one read of a TLS socket takes before its frames are handed over (a 1 KB message
+#: is a record; this is some sixty of them), so a busy connection's frames are not held long.
+TLS_READ_BYTES = 64 * 1024
 #: Where a transport keeps its listeners' message methods and the listeners they came from.
 _HANDLERS = "_brokersync_message_handlers"
 _NO_OP = {
@@ -118,10 +121,26 @@ def split_frames(buffer: bytes, is_eol: Callable[[bytes], bool]) -> tuple[list[b
     return frames, buffer[start:] if start else buffer
 
 
+def _tls_pending(transport: Any) -> bool:
+    """Whether the TLS socket holds decrypted bytes not yet read: ``select`` would not wake for them."""
+    pending = getattr(transport.socket, "pending", None)
+    return bool(pending is not None and pending())
+
+
 def read(transport: Any) -> list[bytes]:
-    """``BaseTransport.__read``: the next frame(s) from the socket, read as stomp.py reads them, split once."""
+    """``BaseTransport.__read``: the next frame(s) from the socket, read as stomp.py reads them, split once.
+
+    One difference: on a TLS (non-blocking) socket it goes on reading past a frame's end until
+    the socket has nothing more (``SSLWantReadError``), or :data:`TLS_READ_BYTES` and the
+    record in hand are read. A TLS read returns at most one record, and ActiveMQ writes each
+    frame as a record of its own, so stomp.py's stop at the first NUL made every frame a read
+    and a hand-off of its own there (decision 0045). What it returns is what stomp.py returns
+    when the socket hands the same bytes over in one piece (a property test holds it). A plain
+    socket still stops at the first NUL: its next read would block.
+    """
     is_eol = transport._BaseTransport__is_eol
     chunks: list[bytes] = []
+    received = 0
     while transport.running:
         try:
             try:
@@ -142,7 +161,11 @@ def read(transport: Any) -> list[bytes]:
         if is_eol(chunk) and not transport._BaseTransport__recvbuf and not chunks:
             return [chunk]  # an end of line to an empty buffer: a heart-beat
         chunks.append(chunk)
-        if b"\x00" in chunk:
+        received += len(chunk)
+        if transport.blocking:
+            if b"\x00" in chunk:
+                break
+        elif received >= TLS_READ_BYTES and not _tls_pending(transport):
             break
     if chunks:
         buffered = transport._BaseTransport__recvbuf
