@@ -12,7 +12,9 @@ once for ``on_message``.
 Here the split walks the buffer with an offset, runs the content-length expression only on a
 header block that names ``content-length``, and copies the unread rest once per read; it
 returns the frames stomp.py's ``__read`` returns, byte for byte, for any bytes in any
-chunking (a property test holds the two equal). The hand-off looks the listeners' message
+chunking (a property test holds the two equal). On a TLS socket a read goes on until the
+socket is empty, where stomp.py's stops at a frame's end (decision 0045); it then returns
+what stomp.py returns when the socket hands those bytes over at once. The hand-off looks the listeners' message
 methods up once per read, not once per frame, in stomp.py's order (every listener's
 ``on_before_message``, then every ``on_message``, listeners sorted by name), and skips
 stomp.py's no-op ones; every other frame, and every frame while DEBUG logging is on, goes
