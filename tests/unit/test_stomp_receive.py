@@ -10,7 +10,7 @@ import pytest
 import stomp
 import stomp.exception
 import stomp.transport
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import brokersync.broker.stomp  # noqa: F401  (installs the loop, as every connection's module does)
@@ -137,6 +137,10 @@ def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
     blocking=st.booleans(),
 )
+# A CRLF header block whose body starts with line ends: its blank line is the CRLF one,
+# which ends after the first "\n\n" begins (found once in 20,000 examples).
+@example(stream=b"content-length:3\r\n\r\n\n\n\x00\x00", cuts=[], blocking=True)
+@example(stream=b"content-length:3\r\n\r\n\n\n\x00\x00", cuts=[], blocking=False)
 def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over(stream, cuts, blocking) -> None:
     """On a plain socket, read for read; on a TLS one, ours reads on until the socket is empty,
     so it must hand over what stomp.py does when the socket hands the same bytes over at once."""

@@ -65,8 +65,10 @@ def _frame_end(buffer: bytes, start: int, nul: int) -> int | None:
     until the buffer holds more than its header block and body.
     """
     # PREAMBLE_END_RE's leftmost ``\n\n|\r\n\r\n`` in the frame, by two finds instead of the expression.
+    # A ``\r\n\r\n`` is leftmost if it starts before the first ``\n\n``, though it may end after
+    # it starts (``\r\n\r\n\n``): the second find may reach three bytes past it, within the frame.
     blank = buffer.find(b"\n\n", start, nul)
-    crlf = buffer.find(b"\r\n\r\n", start, nul if blank < 0 else blank)
+    crlf = buffer.find(b"\r\n\r\n", start, nul if blank < 0 else min(nul, blank + 3))
     if crlf >= 0:
         preamble_end, body_start = crlf, crlf + 4
     elif blank >= 0:
