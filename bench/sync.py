@@ -57,12 +57,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import boto3
 import stomp
@@ -369,6 +369,7 @@ class Pair:
             for function in functions.values():
                 function.stop()
             counted = {name: function.finish(60) for name, function in functions.items()}
+            cleanup.pop_all()  # the functions are stopped and finished: nothing left for a failure to undo
             outcome: dict[str, Any] = {"removed_at": {}, "errors": [], "remover": None, **counted.get("purge", {})}
             for process in processes.values():
                 process.join(timeout=30)
@@ -487,25 +488,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if args.tls:
             tls = local_tls(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-sync-tls-"))))
             # Every client the bench starts trusts the world's certificate, and only it.
-            stack.enter_context(temporary_environment(tls.client_environment()))
+            stack.enter_context(mock.patch.dict(os.environ, tls.client_environment()))
         measure_pairs(args, depths, result, tls)
     result.update(figures(result))
     return result
-
-
-@contextlib.contextmanager
-def temporary_environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment (which the bench's processes inherit) while in the block."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def measure_pairs(args: argparse.Namespace, depths: list[int], result: dict[str, Any], tls: LocalTls | None) -> None:

@@ -52,10 +52,12 @@ class LocalTls:
         return context
 
 
-def _keytool(*args: str) -> None:
-    result = subprocess.run(["keytool", *args], capture_output=True, text=True, timeout=120, check=False)
+def _run(*command: str) -> None:
+    """Run openssl or keytool; a failure names the tool and says what it printed."""
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if result.returncode != 0:
-        raise ProcessFailedError(f"keytool {args[0]} failed: {result.stderr.strip() or result.stdout.strip()}")
+        said = result.stderr.strip() or result.stdout.strip()
+        raise ProcessFailedError(f"{command[0]} {command[1]} failed: {said}")
 
 
 def local_tls(directory: Path) -> LocalTls:
@@ -68,19 +70,17 @@ def local_tls(directory: Path) -> LocalTls:
     for path in (tls.key_store, tls.trust_store, tls.certificate, key_pem):
         path.unlink(missing_ok=True)
     # OpenSSL makes the key and certificate (PEM for Python), then a PKCS#12 store for Java.
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key_pem),
-         "-out", str(tls.certificate), "-subj", f"/CN={LOOPBACK}", "-addext", f"subjectAltName=IP:{LOOPBACK}",
-         "-days", str(_VALID_DAYS)],
-        check=True, capture_output=True, timeout=120,
+    _run(
+        "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key_pem),
+        "-out", str(tls.certificate), "-subj", f"/CN={LOOPBACK}", "-addext", f"subjectAltName=IP:{LOOPBACK}",
+        "-days", str(_VALID_DAYS),
     )  # fmt: skip
-    subprocess.run(
-        ["openssl", "pkcs12", "-export", "-in", str(tls.certificate), "-inkey", str(key_pem), "-name", _ALIAS,
-         "-out", str(tls.key_store), "-passout", f"pass:{STORE_PASSWORD}"],
-        check=True, capture_output=True, timeout=120,
+    _run(
+        "openssl", "pkcs12", "-export", "-in", str(tls.certificate), "-inkey", str(key_pem), "-name", _ALIAS,
+        "-out", str(tls.key_store), "-passout", f"pass:{STORE_PASSWORD}",
     )  # fmt: skip
-    _keytool(
-        "-importcert", "-noprompt", "-alias", _ALIAS, "-file", str(tls.certificate),
+    _run(
+        "keytool", "-importcert", "-noprompt", "-alias", _ALIAS, "-file", str(tls.certificate),
         "-keystore", str(tls.trust_store), "-storetype", "PKCS12", "-storepass", STORE_PASSWORD,
     )  # fmt: skip
     return tls
