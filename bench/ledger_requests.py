@@ -1,20 +1,20 @@
-"""What one ledger request costs the process that makes it, layer by layer, and what the one-pass item parser saves.
+"""What one ledger request costs the process that makes it, layer by layer.
 
-The relay and the purge spend most of their CPU per DynamoDB request (decisions 0033, 0045).
-This bench measures that cost in its own process against moto in server mode on loopback,
-where the sync bench's processes send theirs, with ``time.process_time`` (this process only;
-moto's work is another process's):
+The relay and the purge spend most of their CPU per DynamoDB request (decisions 0033, 0045,
+0046). This bench measures that cost in its own process against moto in server mode on
+loopback, where the sync bench's processes send theirs, with ``time.process_time`` (this
+process only; moto's work is another process's):
 
-* **ledger calls, side by side**: the relay's capture write (``UpdateItem`` asking for the item
-  back) and the purge's read (one ``BatchGetItem`` of 8 capture and 8 marks items), each item
-  holding ``--elements`` binary set elements, made by the ledger backend with the one-pass
-  item parser (ours, decision 0046) and with botocore's shape walk (the baseline, a client made
-  before the parser is installed), alternately, in one run;
+* **the ledger's own requests**, made by the ledger backend as the relay and the purge make
+  them, on items of ``--elements`` binary set elements: the relay's capture write
+  (``UpdateItem`` asking for the item back) and pointer (``PutItem``), the purge's marks write
+  (``UpdateItem`` asking for nothing), its read (one ``BatchGetItem`` of 8 capture and 8 marks
+  items) and its pointer delete (``DeleteItem``);
 * **the layers of one small request** (a ``GetItem`` of a missing item): pynamodb and botocore
-  with the HTTP exchange answered in process (what a request costs before any byte is sent),
-  botocore's HTTP session, urllib3's connection pool and http.client each sending the same
-  signed request, and signing it alone. They bound what a DynamoDB client of our own could
-  save per request.
+  whole, and with the HTTP exchange answered in process (what a request costs before any
+  byte is sent); botocore's HTTP session, urllib3's connection pool and http.client each
+  sending the same signed request; and signing it alone. They bound what a DynamoDB client of
+  our own could save per request.
 
     .venv/bin/python bench/ledger_requests.py [--elements 250] [--requests 300] [--repeat 3]
 """
@@ -38,7 +38,7 @@ import urllib3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest, AWSResponse
 
-from brokersync.ledger.backend import ItemRef, KeySets, Marks
+from brokersync.ledger.backend import ItemRef, KeySets, Marks, Pointer
 from brokersync.ledger.dynamodb import DynamoDBBackend, ledger_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync_ci import bench_results
@@ -62,30 +62,24 @@ def _cpu_ms_per_call(call: Callable[[int], object], count: int) -> float:
     return round((time.process_time() - started) / count * 1000, 4)
 
 
-def _backend(endpoint: str, *, one_pass: bool) -> DynamoDBBackend:
-    model = ledger_model(TABLE, REGION, endpoint)
-    if not one_pass:
-        model._get_connection().connection.client  # noqa: B018 (made first: it keeps botocore's parser)
-    return DynamoDBBackend(model)
-
-
-def _ledger_calls(endpoint: str, elements: int, count: int, run: int) -> dict[str, dict[str, float]]:
+def _ledger_requests(endpoint: str, elements: int, count: int, run: int) -> dict[str, float]:
+    backend = DynamoDBBackend(ledger_model(TABLE, REGION, endpoint))
     sets = [KeySets({os.urandom(38) for _ in range(elements)}) for _ in range(count + 20)]
-    figures: dict[str, dict[str, float]] = {}
-    order = [True, False] if run % 2 == 0 else [False, True]
-    for one_pass in order:
-        name = "one_pass" if one_pass else "botocore_walk"
-        backend = _backend(endpoint, one_pass=one_pass)
-        queue = f"q{run}-{name}"
-        for ref in range(READ_ITEMS):
-            backend.add_marks(queue, ItemRef(0, ref), Marks(purged=sets[ref]), EXPIRES)
-        figures[name] = {
-            "capture_write": _cpu_ms_per_call(
-                lambda i, b=backend, q=queue: b.add_captured(q, ItemRef(0, i), sets[i], EXPIRES), count
-            ),
-            "purge_read": _cpu_ms_per_call(lambda _i, b=backend, q=queue: b.captured_and_marks(q, READ_REFS), count),
-        }
-    return figures
+    queue = f"q{run}"
+    for ref in range(READ_ITEMS):
+        backend.add_marks(queue, ItemRef(0, ref), Marks(purged=sets[ref]), EXPIRES)
+    pointer = Pointer(sk="0000000000000#bench", refs=(ItemRef(0, 0),), counts=(elements,))
+    return {
+        "capture_write": _cpu_ms_per_call(
+            lambda i: backend.add_captured(queue, ItemRef(0, i), sets[i], EXPIRES), count
+        ),
+        "pointer_put": _cpu_ms_per_call(lambda _i: backend.put_pointer(queue, pointer, EXPIRES), count),
+        "marks_write": _cpu_ms_per_call(
+            lambda i: backend.add_marks(queue, ItemRef(1, i), Marks(purged=sets[i]), EXPIRES), count
+        ),
+        "purge_read": _cpu_ms_per_call(lambda _i: backend.captured_and_marks(queue, READ_REFS), count),
+        "pointer_delete": _cpu_ms_per_call(lambda _i: backend.delete_pointer(queue, pointer.sk), count),
+    }
 
 
 def _signed_get(endpoint: str, credentials: Any) -> AWSRequest:
@@ -110,7 +104,7 @@ class _Answered:
 
 
 def _layers(endpoint: str, count: int) -> dict[str, float]:
-    model = _backend(endpoint, one_pass=True).model
+    model = ledger_model(TABLE, REGION, endpoint)
     client = model._get_connection().connection.client
     credentials = boto3.session.Session().get_credentials().get_frozen_credentials()
     prepared = _signed_get(endpoint, credentials).prepare()
@@ -150,14 +144,11 @@ def _get(model: Any) -> None:
 
 
 def measure(endpoint: str, elements: int, count: int, run: int) -> dict[str, Any]:
-    calls = _ledger_calls(endpoint, elements, count, run)
     layers = _layers(endpoint, count * 3)
-    ours, walk = calls["one_pass"], calls["botocore_walk"]
     return {
         "elements_per_item": elements,
         "requests_per_figure": count,
-        "cpu_ms_per_request": calls,
-        "one_pass_over_walk": {k: round(ours[k] / walk[k], 3) for k in ours},
+        "ledger_request_cpu_ms": _ledger_requests(endpoint, elements, count, run),
         "small_request_layers_cpu_ms": layers,
         "botocore_http_over_http_client": round(layers["botocore_http_session"] / layers["http_client"], 2),
     }

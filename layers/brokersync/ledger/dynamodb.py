@@ -31,7 +31,6 @@ from brokersync.ledger.backend import (
     item_size,
 )
 from brokersync.ledger.exceptions import LedgerError, LedgerUnavailableError
-from brokersync.ledger.item_parser import ItemResponseParserFactory
 
 T = TypeVar("T")
 
@@ -130,23 +129,9 @@ def _pointer(sk: str, text: str | None) -> Pointer:
 MARKS_REMEMBERED = 1024
 
 
-def _read_items_in_one_pass(model: type[LedgerItem]) -> None:
-    """Make the model's botocore client parse item responses with :mod:`.item_parser`.
-
-    A session hands a client the parser factory it holds when the client is made, so the
-    factory goes into the session of the connection first and the client is made at once,
-    in this thread (pynamodb keeps a session per thread and one client per connection).
-    """
-    connection = model._get_connection().connection
-    if connection._client is None:
-        connection.session.register_component("response_parser_factory", ItemResponseParserFactory())
-    connection.client  # noqa: B018 (made now, with the factory above)
-
-
 class DynamoDBBackend(TableBackend, AuditBackend):
     def __init__(self, model: type[LedgerItem]) -> None:
         self.model = model
-        _read_items_in_one_pass(model)
         self._marks_held: dict[tuple[str, ItemRef], KeySets] = {}
         self._marks_lock = threading.Lock()
 
