@@ -124,6 +124,16 @@ def remover_per_1000(tally: dict[str, float] | None, sent: int) -> dict[str, flo
     return {name: round(value / sent * 1000, 3) for name, value in tally.items()}
 
 
+def calls_per_1000(counted: dict[str, dict[str, Any]], sent: int) -> dict[str, dict[str, float]]:
+    """Each function's DynamoDB calls per 1,000 messages, by operation, with their sum as ``all``."""
+    found: dict[str, dict[str, float]] = {}
+    for name, result in counted.items():
+        calls: dict[str, int] = result.get("calls", {})
+        found[name] = {op: round(n / sent * 1000, 2) for op, n in sorted(calls.items())}
+        found[name]["all"] = round(sum(calls.values()) / sent * 1000, 2)
+    return found
+
+
 def producer_main(
     endpoints: list[str],
     rate: float,
@@ -396,6 +406,7 @@ class Pair:
                 "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
                 "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
                 "ledger_reads_per_1000": per_1000("reads") if sync and sent else None,
+                "ledger_calls_per_1000": calls_per_1000(counted, sent) if sync and sent else None,
             }
 
     def redelivered_backlog(self) -> int:

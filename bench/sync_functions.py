@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,27 @@ class CountingAudits:
         return self.inner.set_audit(*args, **kwargs)
 
 
+class LedgerCalls:
+    """The ledger's DynamoDB calls by operation, as botocore is asked for them (a retry is not another call).
+
+    What the relay's and the purge's CPU per message is partly made of: each call costs the
+    process about a millisecond (decision 0046, ``bench/ledger_requests.py``).
+    """
+
+    def __init__(self) -> None:
+        self.by_operation: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def watch(self, ledger: Any) -> None:
+        """Count every call the ledger's DynamoDB client makes from now on."""
+        client = ledger.backend.model._get_connection().connection.client
+        client.meta.events.register("before-call.dynamodb", self._count)
+
+    def _count(self, model: Any, **_: Any) -> None:
+        with self._lock:
+            self.by_operation[model.name] += 1
+
+
 @contextlib.contextmanager
 def profiled(name: str) -> Iterator[None]:
     """With ``BROKERSYNC_BENCH_PROFILE=DIR``, a cProfile of the block into ``DIR/<name>-<pid>.prof``.
@@ -155,8 +177,9 @@ def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
     from brokersync.config import DEFAULT_RELAY_MAX_SECONDS  # noqa: PLC0415
     from brokersync.exceptions import BrokerSyncError  # noqa: PLC0415
 
-    units, reads = Tally(), Tally()
+    units, reads, calls = Tally(), Tally(), LedgerCalls()
     ledger = CountingLedger(_bench_ledger(endpoint), units, reads)
+    calls.watch(ledger)
     primary = StompConnector(topology.primary.stomp)
     statistics = StatisticsClient(primary)
     audit = CaptureAudit(CountingAudits(ledger.backend, units), statistics, topology)  # type: ignore[arg-type]
@@ -171,7 +194,7 @@ def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
                 audit.check()
             except BrokerSyncError:
                 stop.wait(1.0)
-    return {"units": units.value, "reads": reads.value}
+    return {"units": units.value, "reads": reads.value, "calls": dict(calls.by_operation)}
 
 
 def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
@@ -219,8 +242,9 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
             self.tally["open_s"] += result.elapsed_s
             return result
 
-    units, reads = Tally(), Tally()
+    units, reads, calls = Tally(), Tally(), LedgerCalls()
     ledger = CountingLedger(_bench_ledger(endpoint), units, reads)
+    calls.watch(ledger)
     dr = StompConnector(topology.dr.stomp)
     remover = TimedRemover(dr)
     sweep = LateCopySweep()
@@ -250,6 +274,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
     return {
         "units": units.value,
         "reads": reads.value,
+        "calls": dict(calls.by_operation),
         "removed_at": remover.removed_at,
         "errors": errors,
         "remover": remover.tally,

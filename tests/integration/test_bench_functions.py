@@ -55,7 +55,7 @@ def test_the_benchs_relay_starts_on_the_build_and_stops_with_its_tallies(bench_s
     ready, result = _run(bench_sync, "relay")
 
     assert ready
-    assert result == {"units": 0, "reads": 0}
+    assert result == {"units": 0, "reads": 0, "calls": {}}
 
 
 @pytest.mark.timeout(120)
@@ -64,3 +64,13 @@ def test_the_benchs_purge_starts_on_the_build_and_reports_what_it_could_not_reac
 
     assert ready
     assert result["removed_at"] == {} and result["units"] == 0
+    assert all(isinstance(n, int) for n in result["calls"].values())
+
+
+def test_the_bench_reports_each_functions_ledger_calls_per_1000_messages_by_operation(bench_sync: ModuleType) -> None:
+    counted = {"relay": {"calls": {"UpdateItem": 30, "PutItem": 10}}, "purge": {"units": 0}}
+
+    assert bench_sync.calls_per_1000(counted, 2000) == {
+        "relay": {"PutItem": 5.0, "UpdateItem": 15.0, "all": 20.0},
+        "purge": {"all": 0.0},
+    }
