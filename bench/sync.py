@@ -37,6 +37,9 @@ One run measures, side by side:
 For each sync step: lag per message (consume on the primary to removal on DR, p50/p99), and
 the backlog's messages on DR checked afterwards for a raised redelivery flag (must be 0).
 ``--repeat 2`` runs it all twice back to back, each on fresh brokers, and reports the spread.
+``--queues N`` spreads the same rate over N synced queues (the backlog, the floor and the
+redelivery check stay on the first): what the per-queue part of the relay's and the purge's
+work costs a pair that syncs many queues.
 ``--rates`` adds stepped-load steps (sync at 0 deep, each rate for ``--step-seconds``).
 
 Run: ``.venv/bin/python bench/sync.py [--rate 1000] [--seconds 60] [--depths 0,10000,50000] [--repeat 2]``
@@ -102,10 +105,21 @@ FLOOR_PARTS = 3
 PROCESSES = ("primary_broker", "dr_broker", "producer", "consumer", "relay", "purge", "aws_emulator")
 
 
-def bench_topology(mode: Mode = "sync", dr_memory_mb: int | None = None) -> Topology:
-    """The topology with the bench's one queue; ``dr_memory_mb`` sizes the DR queue's memory limit."""
+def queue_names(count: int = 1) -> list[str]:
+    """The bench's queues: ``BENCH.SYNC`` alone, or ``BENCH.SYNC.1`` to ``BENCH.SYNC.<count>``.
+
+    The first is the one the backlog, the floor and the redelivery check use.
+    """
+    if count < 1:
+        raise ValueError("the bench needs at least one queue")
+    return [QUEUE] if count == 1 else [f"{QUEUE}.{n}" for n in range(1, count + 1)]
+
+
+def bench_topology(mode: Mode = "sync", dr_memory_mb: int | None = None, queues: int = 1) -> Topology:
+    """The topology with the bench's queues; ``dr_memory_mb`` sizes the DR queues' memory limit."""
     base = load_topology(ROOT / "topology.yaml")
-    return with_dr_memory_limit(base.model_copy(update={"queues": [Queue(name=QUEUE, mode=mode)]}), dr_memory_mb)
+    synced = [Queue(name=name, mode=mode) for name in queue_names(queues)]
+    return with_dr_memory_limit(base.model_copy(update={"queues": synced}), dr_memory_mb)
 
 
 # -- the processes ----------------------------------------------------------------------------------
@@ -136,6 +150,7 @@ def calls_per_1000(counted: dict[str, dict[str, Any]], sent: int) -> dict[str, d
 
 def producer_main(
     endpoints: list[str],
+    queues: list[str],
     rate: float,
     seconds: float,
     produced: Synchronized,
@@ -144,6 +159,8 @@ def producer_main(
     go: EventType,
 ) -> None:
     """The application's producer: persistent 1 KB messages at a fixed rate, in its own process.
+
+    With several queues it sends to each in turn, so each takes an equal share of the rate.
 
     It ends before the step's meter stops, and an exited process has no ``/proc`` entry to
     read, so it reports its own CPU seconds from ``go`` to its end (the same kernel
@@ -158,7 +175,8 @@ def producer_main(
     while (elapsed := time.perf_counter() - started) < seconds:
         due = int(elapsed * rate)
         while sent < due:
-            connection.send(f"/queue/{QUEUE}", BODY, headers={"persistent": "true", "correlation-id": str(ULID())})
+            destination = f"/queue/{queues[sent % len(queues)]}"
+            connection.send(destination, BODY, headers={"persistent": "true", "correlation-id": str(ULID())})
             sent += 1
         produced.value = sent  # published once per tick, not locked per message
         time.sleep(0.002)
@@ -167,13 +185,21 @@ def producer_main(
 
 
 def consumer_main(
-    endpoints: list[str], stop: EventType, consumed: Synchronized, ready: EventType, result: Connection
+    endpoints: list[str],
+    queues: list[str],
+    stop: EventType,
+    consumed: Synchronized,
+    ready: EventType,
+    result: Connection,
 ) -> None:
     """The application's consumer on the primary: takes what arrives, acks each, notes when (the lag's start)."""
     consumed_at: dict[str, float] = {}
     collector = Collector()
     connection = StompConnector(endpoints).connect(collector, name="bench-consumer")
-    connection.subscribe(f"/queue/{QUEUE}", id="c", ack="client-individual", headers={"activemq.prefetchSize": "200"})
+    for n, queue in enumerate(queues):
+        connection.subscribe(
+            f"/queue/{queue}", id=f"c{n}", ack="client-individual", headers={"activemq.prefetchSize": "200"}
+        )
     ready.set()
     while not stop.is_set() or not collector.frames.empty():
         try:
@@ -274,10 +300,14 @@ def ledger_shards() -> int:
 class Pair:
     """One fresh local pair for a run, with the ledger table, and what holds its backlog."""
 
-    def __init__(self, mode: Mode, state: Path, dr_memory_mb: int | None = None, tls: LocalTls | None = None) -> None:
+    def __init__(
+        self, mode: Mode, state: Path, dr_memory_mb: int | None = None, tls: LocalTls | None = None, queues: int = 1
+    ) -> None:
         # The DR heap follows the memory limit. With ``tls`` every connection to a broker is TLS
         # and the relay and the purge reach the ledger over HTTPS, as on Amazon MQ and AWS.
-        self.world = LocalWorld(bench_topology(mode, dr_memory_mb), state, PORTS, tls=tls)
+        self.world = LocalWorld(bench_topology(mode, dr_memory_mb, queues), state, PORTS, tls=tls)
+        #: The application sends to and consumes from each; the backlog and the floor use the first.
+        self.queues = queue_names(queues)
         self.tls = tls
         self.topology = self.world.topology
         self.primary = StompConnector(self.topology.primary.stomp)
@@ -308,9 +338,10 @@ class Pair:
         more = to - self.backlog
         if more <= 0:
             return
-        on_dr = queue_depth(self.dr, QUEUE)
-        fill_queue(self.dr, QUEUE, more, BODY, headers=lambda: {"correlation-id": str(ULID())})
-        wait_until(lambda: queue_depth(self.dr, QUEUE) >= on_dr + more, 600, "backlog stored on DR")
+        first = self.queues[0]
+        on_dr = queue_depth(self.dr, first)
+        fill_queue(self.dr, first, more, BODY, headers=lambda: {"correlation-id": str(ULID())})
+        wait_until(lambda: queue_depth(self.dr, first) >= on_dr + more, 600, "backlog stored on DR")
         self.backlog = to
 
     def step(self, rate: float, seconds: float, *, sync: bool) -> dict[str, Any]:
@@ -325,12 +356,21 @@ class Pair:
             "consumer": spawn.Process(
                 daemon=True,  # a failed step must not leave the bench waiting on its children
                 target=consumer_main,
-                args=(topology.primary.stomp, stop_app, consumed, readies["consumer"], consumed_child),
+                args=(topology.primary.stomp, self.queues, stop_app, consumed, readies["consumer"], consumed_child),
             ),
             "producer": spawn.Process(
                 daemon=True,  # a failed step must not leave the bench waiting on its children
                 target=producer_main,
-                args=(topology.primary.stomp, rate, seconds, produced, producer_cpu, readies["producer"], go),
+                args=(
+                    topology.primary.stomp,
+                    self.queues,
+                    rate,
+                    seconds,
+                    produced,
+                    producer_cpu,
+                    readies["producer"],
+                    go,
+                ),
             ),
         }
         with contextlib.ExitStack() as cleanup:  # a failed step stops its functions too
@@ -411,7 +451,8 @@ class Pair:
 
     def redelivered_backlog(self) -> int:
         """Messages on DR whose redelivery flag is raised (none may be: the purge never touches them)."""
-        return sum(1 for frame in browse(self.dr, QUEUE, timeout_s=600) if frame.headers.get("redelivered") == "true")
+        frames = browse(self.dr, self.queues[0], timeout_s=600)
+        return sum(1 for frame in frames if frame.headers.get("redelivered") == "true")
 
     def drain_floor(self, rate: float | None = None) -> dict[str, Any]:
         """A plain consumer draining the DR queue: the DR broker's CPU per removed message.
@@ -428,7 +469,7 @@ class Pair:
         are handled in order); the figure is the whole drain's, and the parts show how even
         it was.
         """
-        count = queue_depth(self.dr, QUEUE)
+        count = queue_depth(self.dr, self.queues[0])
         if not count:
             return {"drained": 0, "msgs_per_s": None, "dr_broker_cpu_s_per_1000": None, "parts_cpu_s_per_1000": []}
         inbox = FrameInbox()
@@ -441,7 +482,7 @@ class Pair:
         started = time.monotonic()
         meter.start()
         connection.subscribe(
-            f"/queue/{QUEUE}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
+            f"/queue/{self.queues[0]}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
         )
         for part in range(parts):
             size = bounds[part + 1] - bounds[part]
@@ -488,6 +529,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "rate": args.rate,
         "seconds": args.seconds,
         "message_bytes": len(BODY),
+        "queues": args.queues,
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
         "warm_up_s": args.warm_up,
@@ -509,7 +551,7 @@ def measure_pairs(args: argparse.Namespace, depths: list[int], result: dict[str,
     """The baseline and the floor on one fresh pair, the sync depths on another, into ``result``."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
-        Pair("mirror", Path(state) / "mirror", args.dr_memory_mb, tls) as pair,
+        Pair("mirror", Path(state) / "mirror", args.dr_memory_mb, tls, args.queues) as pair,
     ):
         progress("baseline pair up: warm-up")
         warm_up(pair, args.rate, args.warm_up, sync=False)
@@ -524,7 +566,7 @@ def measure_pairs(args: argparse.Namespace, depths: list[int], result: dict[str,
             result["baseline_deep"] = {**pair.step(args.rate, args.seconds, sync=False), "backlog": deepest}
     with (
         tempfile.TemporaryDirectory(prefix="bench-sync-") as state,
-        Pair("sync", Path(state) / "sync", args.dr_memory_mb, tls) as pair,
+        Pair("sync", Path(state) / "sync", args.dr_memory_mb, tls, args.queues) as pair,
     ):
         progress("sync pair up: warm-up")
         warm_up(pair, args.rate, args.warm_up, sync=True)
@@ -612,6 +654,13 @@ def main() -> int:
     )
     parser.add_argument("--depths", default="0,10000,50000", help="DR backlogs measured (0,10000,50000)")
     parser.add_argument(
+        "--queues",
+        type=int,
+        default=1,
+        help="synced queues sharing the rate equally (1); the backlog, the floor and the redelivery check use the "
+        "first",
+    )
+    parser.add_argument(
         "--dr-memory-mb",
         type=int,
         default=None,
@@ -635,6 +684,8 @@ def main() -> int:
     )
     bench_results.add_arguments(parser, "sync", repeat=2)
     args = parser.parse_args()
+    if args.queues < 1:
+        parser.error("--queues must be 1 or more")
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

@@ -74,3 +74,11 @@ def test_the_bench_reports_each_functions_ledger_calls_per_1000_messages_by_oper
         "relay": {"PutItem": 5.0, "UpdateItem": 15.0, "all": 20.0},
         "purge": {"all": 0.0},
     }
+
+
+def test_the_bench_syncs_one_queue_by_its_old_name_or_numbered_queues(bench_sync: ModuleType) -> None:
+    assert bench_sync.queue_names() == ["BENCH.SYNC"]
+    assert bench_sync.queue_names(3) == ["BENCH.SYNC.1", "BENCH.SYNC.2", "BENCH.SYNC.3"]
+    assert [q.name for q in bench_sync.bench_topology("sync", queues=2).queues] == ["BENCH.SYNC.1", "BENCH.SYNC.2"]
+    with pytest.raises(ValueError, match="at least one queue"):
+        bench_sync.queue_names(0)
