@@ -306,10 +306,10 @@ class Pair:
         # The DR heap follows the memory limit. With ``tls`` every connection to a broker is TLS
         # and the relay and the purge reach the ledger over HTTPS, as on Amazon MQ and AWS.
         self.world = LocalWorld(bench_topology(mode, dr_memory_mb, queues), state, PORTS, tls=tls)
-        #: The application sends to and consumes from each; the backlog and the floor use the first.
-        self.queues = queue_names(queues)
         self.tls = tls
         self.topology = self.world.topology
+        #: The application sends to and consumes from each; the backlog and the floor use the first.
+        self.queues = [queue.name for queue in self.topology.queues]
         self.primary = StompConnector(self.topology.primary.stomp)
         self.dr = StompConnector(self.topology.dr.stomp)
         self.spawn = mp.get_context("spawn")
