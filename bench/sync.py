@@ -69,13 +69,14 @@ from unittest import mock
 
 import boto3
 import stomp
-from sync_functions import ENV_LEDGER_SHARDS, REGION, TABLE
+from sync_functions import ENV_LEDGER_SHARDS, ENV_QUEUE_WORKERS, REGION, TABLE, queue_workers
 from ulid import ULID
 
 from brokersync.broker.inbox import FrameInbox
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger.ledger import DEFAULT_SHARDS
 from brokersync.ledger.schema import create_ledger_table
+from brokersync.side_by_side import QUEUE_WORKERS
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
 from brokersync_ci.process_cpu import CpuMeter
@@ -532,6 +533,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "queues": args.queues,
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
+        "queue_workers": queue_workers(),
         "warm_up_s": args.warm_up,
         "tls": args.tls,
         **functions_runtime(),
@@ -661,6 +663,13 @@ def main() -> int:
         "first",
     )
     parser.add_argument(
+        "--queue-workers",
+        type=int,
+        default=None,
+        help=f"queues the relay's ledger writes and the purge's rounds work on at once (default: the product's, "
+        f"{QUEUE_WORKERS}); 1 works through them one after another, as before decision 0049",
+    )
+    parser.add_argument(
         "--dr-memory-mb",
         type=int,
         default=None,
@@ -686,6 +695,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.queues < 1:
         parser.error("--queues must be 1 or more")
+    if args.queue_workers is not None:
+        if args.queue_workers < 1:
+            parser.error("--queue-workers must be 1 or more")
+        os.environ[ENV_QUEUE_WORKERS] = str(args.queue_workers)
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

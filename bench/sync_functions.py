@@ -33,6 +33,8 @@ from typing import Any
 ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
 #: Set by ``--ledger-shards`` for the relay and purge processes.
 ENV_LEDGER_SHARDS = "BROKERSYNC_BENCH_LEDGER_SHARDS"
+#: Queues the relay's writes and audit counts and the purge's rounds work on at once (``--queue-workers``).
+ENV_QUEUE_WORKERS = "BROKERSYNC_BENCH_QUEUE_WORKERS"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -165,6 +167,13 @@ def _bench_ledger(endpoint: str) -> Any:
     return dynamodb_ledger(TABLE, region=REGION, host=endpoint, shards=shards)
 
 
+def queue_workers() -> int:
+    """The run's queues at once: the product's unless ``--queue-workers`` measures another."""
+    from brokersync.side_by_side import QUEUE_WORKERS  # noqa: PLC0415 (the layer is on the path only now)
+
+    return int(os.environ.get(ENV_QUEUE_WORKERS, QUEUE_WORKERS))
+
+
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
     """The relay as its scheduled function runs it: built as the function builds it (its statistics
     reads and its capture audit, written per batch and checked per invocation), its settings,
@@ -182,10 +191,15 @@ def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
     calls.watch(ledger)
     primary = StompConnector(topology.primary.stomp)
     statistics = StatisticsClient(primary)
-    audit = CaptureAudit(CountingAudits(ledger.backend, units), statistics, topology)  # type: ignore[arg-type]
-    relay = AdvisoryRelay(
-        primary, LedgerWriter(ledger), topology, settings=RelaySettings(), statistics=statistics, audit=audit
+    workers = queue_workers()
+    audit = CaptureAudit(
+        CountingAudits(ledger.backend, units),  # type: ignore[arg-type]
+        statistics,
+        topology,
+        queue_workers=workers,
     )
+    writer = LedgerWriter(ledger, queue_workers=workers)
+    relay = AdvisoryRelay(primary, writer, topology, settings=RelaySettings(), statistics=statistics, audit=audit)
     replies.send(ready=True)
     with profiled("relay"):
         while not stop.is_set():
@@ -224,6 +238,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         def __init__(self, connector: StompConnector) -> None:
             super().__init__(connector)
             self.removed_at: dict[str, float] = {}
+            self._lock = threading.Lock()  # a round's queues remove side by side
             self.tally = {
                 "calls": 0, "subscriptions": 0, "ids": 0, "not_found": 0, "calls_not_all_found": 0, "open_s": 0.0
             }  # fmt: skip
@@ -231,15 +246,16 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
             result = super().remove(queue, keys, deadline=deadline)
             now = time.time()
-            for key in result.removed:
-                self.removed_at.setdefault(key, now)
-            replies.send(purged=len(self.removed_at))
-            self.tally["calls"] += 1
-            self.tally["subscriptions"] += result.subscriptions
-            self.tally["ids"] += len(keys)
-            self.tally["not_found"] += len(result.not_found)
-            self.tally["calls_not_all_found"] += bool(result.not_found)
-            self.tally["open_s"] += result.elapsed_s
+            with self._lock:
+                for key in result.removed:
+                    self.removed_at.setdefault(key, now)
+                replies.send(purged=len(self.removed_at))
+                self.tally["calls"] += 1
+                self.tally["subscriptions"] += result.subscriptions
+                self.tally["ids"] += len(keys)
+                self.tally["not_found"] += len(result.not_found)
+                self.tally["calls_not_all_found"] += bool(result.not_found)
+                self.tally["open_s"] += result.elapsed_s
             return result
 
     units, reads, calls = Tally(), Tally(), LedgerCalls()
@@ -257,7 +273,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
                 ledger,  # type: ignore[arg-type]
                 remover,
                 topology,
-                settings=PurgeSettings(),
+                settings=PurgeSettings(queue_workers=queue_workers()),
                 dr_statistics=StatisticsClient(dr),
                 primary_statistics=StatisticsClient(StompConnector(topology.primary.stomp)),
                 late_copies=sweep,

@@ -34,11 +34,14 @@ from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.service import PurgeReport, PurgeService, PurgeSettings
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
+from brokersync.side_by_side import SerialMetrics
 from brokersync.sides import Duty, run_each
 from brokersync.topology import Topology
 
 logger = Logger()
 metrics = Metrics()
+#: What the library adds to: both brokers' duties (and a purge round's queues) add side by side.
+SINK = SerialMetrics(metrics)
 
 TOPOLOGY = runtime_topology()
 LEDGER = ledger_from_env()
@@ -114,7 +117,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             SelectorRemover(broker),
             topology,
             settings=SETTINGS,
-            metrics=metrics,
+            metrics=SINK,
             dr_statistics=StatisticsClient(broker),
             primary_statistics=_primary_statistics(topology),
             late_copies=LATE_COPIES.setdefault(duty.broker.name, LateCopySweep()),

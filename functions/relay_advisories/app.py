@@ -34,10 +34,13 @@ from brokersync.config import (
 )
 from brokersync.role_gate import RoleGate
 from brokersync.runtime import broker_connector, ledger_from_env, role_region_from_env, role_store
+from brokersync.side_by_side import SerialMetrics
 from brokersync.sides import Duty, run_each
 
 logger = Logger()
 metrics = Metrics()
+#: What the library adds to: both brokers' duties (and a purge round's queues) add side by side.
+SINK = SerialMetrics(metrics)
 
 TOPOLOGY = runtime_topology()
 LEDGER = ledger_from_env()
@@ -66,14 +69,14 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     def relay_on(duty: Duty) -> tuple[RelayReport, list[AuditFinding]]:
         broker = broker_connector(duty.broker)  # after a failover the primary is the old DR broker
         statistics = StatisticsClient(broker)
-        audit = CaptureAudit(LEDGER.backend, statistics, duty.view, metrics=metrics)  # type: ignore[arg-type]
+        audit = CaptureAudit(LEDGER.backend, statistics, duty.view, metrics=SINK)  # type: ignore[arg-type]
         relay = AdvisoryRelay(
             broker,
             LedgerWriter(LEDGER),
             duty.whole,
             statistics=statistics,
             audit=audit,
-            metrics=metrics,
+            metrics=SINK,
             passive=duty.passive,
             roles_hold=lambda: GATE.still_holds(standing),
         )

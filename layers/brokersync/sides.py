@@ -17,11 +17,11 @@ of messages already recorded as consumed on the other broker.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
 from brokersync.roles import RoleAssignment, serves_region
+from brokersync.side_by_side import each
 from brokersync.topology import Broker, Topology
 
 T = TypeVar("T")
@@ -104,9 +104,4 @@ def in_region(duties: Sequence[Duty], region: str | None) -> tuple[Duty, ...]:
 def run_each(duties: Sequence[Duty], work: Callable[[Duty], T]) -> list[T]:
     """``work`` for every duty, side by side (a pair in one region relays from both brokers in
     one invocation); the first failure is raised once all have ended, so none is cut short."""
-    if len(duties) == 1:
-        return [work(duties[0])]
-    with ThreadPoolExecutor(max_workers=len(duties), thread_name_prefix="duty") as pool:
-        futures = [pool.submit(work, duty) for duty in duties]
-        wait(futures)
-    return [f.result() for f in futures]
+    return each(duties, work, workers=len(duties), name="duty")

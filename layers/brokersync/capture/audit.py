@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.ledger.backend import AuditBackend
 from brokersync.metrics import MetricsSink, NullMetrics
+from brokersync.side_by_side import QUEUE_WORKERS, each
 from brokersync.topology import Topology
 
 logger = logging.getLogger(__name__)
@@ -47,18 +48,26 @@ class CaptureAudit:
         *,
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.time,
+        queue_workers: int = QUEUE_WORKERS,
     ) -> None:
         self.backend = backend
+        self.queue_workers = queue_workers
         self.statistics = statistics
         self.topology = topology
         self.metrics: MetricsSink = metrics or NullMetrics()
         self.clock = clock
 
     def record_captured(self, counts: Counter[tuple[str, str]]) -> None:
-        """Add what the relay wrote, per ``(queue, broker id)``, after the ledger write succeeded."""
-        for (queue, broker_id), count in counts.items():
-            if count:
-                self.backend.add_audit(queue, broker_id, captured=count)
+        """Add what the relay wrote, per ``(queue, broker id)``, after the ledger write succeeded.
+
+        One counter item each, written side by side: a batch over many queues adds many.
+        """
+        added = [(queue, broker_id, count) for (queue, broker_id), count in counts.items() if count]
+        each(added, self._add, workers=self.queue_workers, name="audit")
+
+    def _add(self, counted: tuple[str, str, int]) -> None:
+        queue, broker_id, count = counted
+        self.backend.add_audit(queue, broker_id, captured=count)
 
     def check(self) -> list[AuditFinding]:
         """Observe the primary's counters, then report every incarnation's shortfall."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from brokersync.capture.records import ConsumedRecord
 from brokersync.exceptions import BrokerSyncError
 from brokersync.ledger.base import LedgerEntry
 from brokersync.ledger.exceptions import LedgerRecordRefusedError
+from brokersync.side_by_side import QUEUE_WORKERS, each
 
 if TYPE_CHECKING:
     from brokersync.ledger.base import LedgerStore
@@ -67,7 +69,11 @@ def call_with_retry(
 
 
 class LedgerWriter:
-    """Groups records by queue and writes each group in one ledger call, retrying as above."""
+    """Groups records by queue and writes each group in one ledger call, retrying as above.
+
+    The groups of different queues are written side by side (``queue_workers`` at once): they
+    touch different items, and the batch is acked only once every group is written.
+    """
 
     def __init__(
         self,
@@ -75,11 +81,14 @@ class LedgerWriter:
         *,
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        queue_workers: int = QUEUE_WORKERS,
     ) -> None:
         self.ledger = ledger
         self.policy = policy or RetryPolicy()
         self.sleep = sleep
+        self.queue_workers = queue_workers
         self.retries = 0
+        self._retries_lock = threading.Lock()
 
     def write(self, records: Sequence[ConsumedRecord]) -> WriteResult:
         """Write every record, or raise; a record the ledger refuses outright is returned, not raised.
@@ -94,20 +103,28 @@ class LedgerWriter:
         by_queue: dict[str, list[ConsumedRecord]] = defaultdict(list)
         for record in records:
             by_queue[record.queue].append(record)
-        units = 0.0
-        written = 0
+        results = each(by_queue.items(), self._write_queue, workers=self.queue_workers, name="ledger-write")
+        return WriteResult(
+            records=sum(r.records for r in results),
+            write_units=sum(r.write_units for r in results),
+            refused=tuple(refusal for r in results for refusal in r.refused),
+        )
+
+    def _write_queue(self, queue_group: tuple[str, list[ConsumedRecord]]) -> WriteResult:
+        """One queue's group; on a refusal, its records one at a time, the refused ones handed back."""
+        queue, group = queue_group
+        try:
+            return WriteResult(records=len(group), write_units=self._write_group(queue, group))
+        except LedgerRecordRefusedError:
+            pass
+        units, written = 0.0, 0
         refused: list[tuple[ConsumedRecord, BrokerSyncError]] = []
-        for queue, group in by_queue.items():
+        for record in group:
             try:
-                units += self._write_group(queue, group)
-                written += len(group)
-            except LedgerRecordRefusedError:
-                for record in group:
-                    try:
-                        units += self._write_group(queue, [record])
-                        written += 1
-                    except LedgerRecordRefusedError as single:
-                        refused.append((record, single))
+                units += self._write_group(queue, [record])
+                written += 1
+            except LedgerRecordRefusedError as single:
+                refused.append((record, single))
         return WriteResult(records=written, write_units=units, refused=tuple(refused))
 
     def _write_group(self, queue: str, group: Sequence[ConsumedRecord]) -> float:
@@ -121,5 +138,6 @@ class LedgerWriter:
         return report.write_units
 
     def _count_retry(self, error: BrokerSyncError, attempt: int) -> None:
-        self.retries += 1
+        with self._retries_lock:
+            self.retries += 1
         logger.warning("ledger write failed (attempt %d), retrying: %s", attempt + 1, error)

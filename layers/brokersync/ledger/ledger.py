@@ -273,7 +273,12 @@ def _valid_entry(entry: LedgerEntry | tuple[str, int]) -> LedgerEntry:
 
 
 class Ledger(LedgerStore):
-    """The ledger over any backend; ``clock`` returns epoch seconds (tests pass their own)."""
+    """The ledger over any backend; ``clock`` returns epoch seconds (tests pass their own).
+
+    What it holds between calls (decoded elements, capture and marks items) is kept per queue,
+    and a queue's calls come from one thread at a time: the purge and the relay work on
+    different queues side by side (:mod:`brokersync.side_by_side`), never on one queue at once.
+    """
 
     def __init__(
         self,

@@ -26,6 +26,7 @@ it), otherwise as a first delivery that only the reconciliation lists for purge.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ class CopyPathWatch:
         self._samples: dict[str, deque[_Sample]] = {}
         self._drained: dict[str, int] = {}
         self._last_ms: int | None = None
+        #: The purge's queues ask side by side; one reads the counters, the others then use the read.
+        self._lock = threading.Lock()
 
     def drained_past(self, queue: str) -> int | None:
         """Every copy of ``queue`` enqueued before this time (ms) has left the primary; None if unknown."""
@@ -76,19 +79,20 @@ class CopyPathWatch:
 
     def observe(self) -> None:
         """Read the outflow counters (at most every ``min_interval_ms``) and move the drain points."""
-        now = self.clock_ms()
-        if self._last_ms is not None and now - self._last_ms < self.min_interval_ms:
-            return
-        self._last_ms = now
-        outflows = {self.topology.dr_name(q): q.name for q in self.topology.captured_queues}
-        try:
-            stats = self.primary.queue_stats(list(outflows))
-        except BrokerSyncError as e:
-            logger.info("copy path not observed (primary unreachable): %s", e)
-            return
-        for outflow, queue in outflows.items():
-            if outflow in stats:
-                self._update(queue, stats[outflow], now)
+        with self._lock:
+            now = self.clock_ms()
+            if self._last_ms is not None and now - self._last_ms < self.min_interval_ms:
+                return
+            self._last_ms = now
+            outflows = {self.topology.dr_name(q): q.name for q in self.topology.captured_queues}
+            try:
+                stats = self.primary.queue_stats(list(outflows))
+            except BrokerSyncError as e:
+                logger.info("copy path not observed (primary unreachable): %s", e)
+                return
+            for outflow, queue in outflows.items():
+                if outflow in stats:
+                    self._update(queue, stats[outflow], now)
 
     def _update(self, queue: str, stats: QueueStats, now: int) -> None:
         samples = self._samples.setdefault(queue, deque(maxlen=MAX_SAMPLES))

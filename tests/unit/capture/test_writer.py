@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import pytest
+from ulid import ULID
 
 from brokersync.capture.records import ConsumedRecord
 from brokersync.capture.writer import LedgerWriter, RetryPolicy
@@ -73,3 +75,41 @@ def test_a_record_the_ledger_refuses_costs_that_record_only() -> None:
     assert result.records == 1
     assert [(record, type(error)) for record, error in result.refused] == [(bad, LedgerRecordRefusedError)]
     assert [p.key for p in ledger.pending("ORDERS")] == [ULID_KEY]
+
+
+class _TogetherLedger:
+    """A ledger whose writes, one per queue, must all be in flight at once to proceed."""
+
+    def __init__(self, queues: int, failing: str | None = None) -> None:
+        self.inner = memory_ledger()
+        self.together = threading.Barrier(queues, timeout=5)  # broken unless every queue's write waits at once
+        self.failing = failing
+
+    def record(self, queue: str, entries: Sequence[tuple[str, int]]) -> WriteReport:
+        self.together.wait()
+        if queue == self.failing:
+            raise LedgerError("no such table")
+        return self.inner.record(queue, entries)
+
+
+def _records_for(*queues: str) -> list[ConsumedRecord]:
+    return [ConsumedRecord(queue, str(ULID()), "correlation-id", 1795340000000) for queue in queues]
+
+
+def test_the_groups_of_different_queues_are_written_side_by_side() -> None:
+    ledger = _TogetherLedger(queues=3)
+
+    result = LedgerWriter(ledger, sleep=lambda _s: None).write(_records_for("ORDERS", "PAYMENTS", "AUDIT"))  # type: ignore[arg-type]
+
+    assert result.records == 3
+    assert all(len(ledger.inner.pending(queue)) == 1 for queue in ("ORDERS", "PAYMENTS", "AUDIT"))
+
+
+def test_a_queue_whose_write_fails_fails_the_batch_once_the_others_are_written() -> None:
+    ledger = _TogetherLedger(queues=2, failing="ORDERS")
+
+    with pytest.raises(LedgerError, match="no such table"):
+        LedgerWriter(ledger, sleep=lambda _s: None).write(_records_for("ORDERS", "PAYMENTS"))  # type: ignore[arg-type]
+
+    # Nothing is acked: the batch comes again, and writing PAYMENTS again adds nothing new.
+    assert len(ledger.inner.pending("PAYMENTS")) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -849,3 +850,60 @@ def test_the_loop_reads_the_brokers_depths_at_most_once_a_period_not_every_round
     assert report.rounds >= 10
     assert dr_stats.queries == primary_stats.queries
     assert 2 <= dr_stats.queries <= 3  # at the first idle round, then every 0.5 s
+
+
+class _PerQueueDR(FakeDR):
+    """A DR broker whose removals, one per synced queue, must all be open at once to proceed."""
+
+    def __init__(self, present: set[str], queues: int, failing: dict[str, BrokerSyncError] | None = None) -> None:
+        super().__init__(present)
+        self.together = threading.Barrier(queues, timeout=5)  # broken unless every queue's removal waits at once
+        self.failing = failing or {}
+
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
+        self.together.wait()
+        result = super().remove(queue, keys, deadline=deadline)
+        result.error = self.failing.get(queue)
+        return result
+
+
+def test_a_round_removes_from_its_queues_side_by_side(topology_path: Path) -> None:
+    orders, payments = _consumed(3), _consumed(2)
+    dr = _PerQueueDR({c.message_id for c in orders + payments}, queues=2)
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", orders)
+    ledger.record("PAYMENTS", payments)
+
+    report = service.run(max_seconds=0.1, stop_when_idle=True)
+
+    assert (report.queues["ORDERS"].purged, report.queues["PAYMENTS"].purged) == (3, 2)
+    assert dr.present == set()
+
+
+def test_one_queue_worker_works_through_the_queues_in_their_order(topology_path: Path) -> None:
+    orders, payments = _consumed(1), _consumed(1)
+    dr = FakeDR({c.message_id for c in orders + payments})
+    service, ledger = _service(topology_path, dr, queue_workers=1)
+    ledger.record("ORDERS", orders)
+    ledger.record("PAYMENTS", payments)
+
+    service.run(max_seconds=0.1, stop_when_idle=True)
+
+    assert dr.asked[:2] == [[orders[0].message_id], [payments[0].message_id]]
+
+
+def test_a_queue_whose_removal_fails_leaves_the_other_queues_removals_marked(topology_path: Path) -> None:
+    orders, payments = _consumed(2), _consumed(2)
+    dr = _PerQueueDR(
+        {c.message_id for c in orders + payments}, queues=2, failing={"ORDERS": BrokerUnavailableError("dropped")}
+    )
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", orders)
+    ledger.record("PAYMENTS", payments)
+
+    with pytest.raises(BrokerUnavailableError, match="dropped"):
+        service.run(max_seconds=0.1)
+
+    # The broker confirmed every removal: the failing queue's are marked too, before the error.
+    assert ledger.pending("PAYMENTS") == []
+    assert ledger.pending("ORDERS") == []
