@@ -32,6 +32,7 @@ Run: ``.venv/bin/python bench/queue_rounds.py [--queues 1,4,10] [--waves 8] [--l
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics as stats_mod
 import sys
 import tempfile
@@ -185,14 +186,15 @@ def measure(queue_counts: list[int], waves: int, keys: int, latency_s: float) ->
         "by_queues": {},
     }
     with tempfile.TemporaryDirectory(prefix="bench-queue-rounds-") as state:
-        world = LocalWorld(bench_topology(max(queue_counts)), Path(state), PORTS)
+        # Each queue count on queues of its own: what one count leaves on DR is not in front of the next.
+        world = LocalWorld(bench_topology(sum(queue_counts)), Path(state), PORTS)
         world.up(timeout_s=90, log=lambda _m: None)
         try:
             dr = StompConnector(world.topology.dr.stomp)
             dr_pid = world.brokers["dr"].pid
             assert dr_pid is not None
-            for count in queue_counts:
-                view = world.topology.model_copy(update={"queues": world.topology.queues[:count]})
+            for first, count in zip(itertools.accumulate([0, *queue_counts]), queue_counts, strict=False):
+                view = world.topology.model_copy(update={"queues": world.topology.queues[first : first + count]})
                 backend = LatentBackend(latency_s)
                 ledger = Ledger(backend)  # type: ignore[arg-type]
                 ways = {label: Way(view, ledger, backend, workers) for label, workers in widths.items()}
@@ -228,7 +230,9 @@ def measure(queue_counts: list[int], waves: int, keys: int, latency_s: float) ->
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queues", default="1,4,10", help="queue counts, each on the same pair (1,4,10)")
+    parser.add_argument(
+        "--queues", default="1,4,10", help="queue counts, each on queues of its own on the same pair (1,4,10)"
+    )
     parser.add_argument("--waves", type=int, default=8, help="waves per queue count and way (8)")
     parser.add_argument(
         "--keys-per-wave", type=int, default=200, help="consumed messages per wave, over all queues (200)"
