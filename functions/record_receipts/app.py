@@ -32,7 +32,7 @@ logger = Logger()
 metrics = Metrics()
 
 TOPOLOGY = runtime_topology()
-WRITER = LedgerWriter(ledger_from_env())
+WRITER = LedgerWriter(ledger_from_env(), queue_workers=TOPOLOGY.tuning.queues_at_once)
 GATE = RoleGate(role_store(), TOPOLOGY, "primary", role_region_from_env())
 BROKER_IDS: dict[str, str] = json.loads(os.environ.get(ENV_BROKER_IDS) or "{}")
 

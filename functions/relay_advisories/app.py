@@ -72,7 +72,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         audit = CaptureAudit(LEDGER.backend, statistics, duty.view, metrics=SINK)  # type: ignore[arg-type]
         relay = AdvisoryRelay(
             broker,
-            LedgerWriter(LEDGER),
+            LedgerWriter(LEDGER, queue_workers=duty.whole.tuning.queues_at_once),
             duty.whole,
             statistics=statistics,
             audit=audit,

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokersync.exceptions import TopologyError
+from brokersync.side_by_side import QUEUE_WORKERS
 from brokersync.text_files import read_text_file
 from brokersync.whole_numbers import WholeNumber, not_a_bool
 
@@ -226,6 +227,9 @@ class DrTuning(_Strict):
 class Tuning(_Strict):
     bridge: BridgeTuning = BridgeTuning()
     dr: DrTuning = DrTuning()
+    #: Synced queues the purge's round and the relay's ledger writes work on at once (decision
+    #: 0049). Each queue the purge works on holds one STOMP connection to the broker it purges.
+    queues_at_once: Annotated[WholeNumber, Field(ge=1, le=64)] = QUEUE_WORKERS
 
 
 _GROUP = r"^[A-Za-z0-9_.@-]{1,100}$"

@@ -43,6 +43,7 @@ def test_defaults_fill_what_a_minimal_file_leaves_out(raw: dict[str, Any]) -> No
     assert topology.queues[0].mode == "sync"
     assert topology.queues[0].sync_key == "correlation-id"
     assert topology.tuning.dr.max_page_size == 200_000
+    assert topology.tuning.queues_at_once == 8
 
 
 def test_mirror_queues_do_not_capture_consumed_messages(topology_path: Path) -> None:
@@ -132,6 +133,9 @@ def test_a_broker_arn_or_id_is_accepted(raw: dict[str, Any]) -> None:
         (lambda r: r["tuning"]["dr"].update(max_page_size=10), "tuning.dr.max_page_size"),
         # A boolean is not a number: read as 1 it would be a 1 MB DR queue that pages nothing in.
         (lambda r: r["tuning"]["dr"].update(memory_limit_mb=True), "tuning.dr.memory_limit_mb"),
+        (lambda r: r["tuning"].update(queues_at_once=0), "tuning.queues_at_once"),
+        (lambda r: r["tuning"].update(queues_at_once=65), "tuning.queues_at_once"),
+        (lambda r: r["tuning"].update(queues_at_once=True), "tuning.queues_at_once"),
         (lambda r: r.update(dr_suffix="DR"), "dr_suffix"),
         (lambda r: r.update(dr_suffix="." + "D" * 33), "dr_suffix"),
         (lambda r: r.update(version=2), "version"),

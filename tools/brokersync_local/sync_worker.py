@@ -163,7 +163,7 @@ def run_relay(
                     audits[key] = CaptureAudit(ledger.backend, statistics, duty.view, metrics=metrics)  # type: ignore[arg-type]
                 relay = AdvisoryRelay(
                     broker,
-                    LedgerWriter(ledger),
+                    LedgerWriter(ledger, queue_workers=duty.whole.tuning.queues_at_once),
                     duty.whole,
                     statistics=statistics,
                     audit=audits[key],

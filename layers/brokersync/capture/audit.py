@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from brokersync.broker.statistics import StatisticsClient
 from brokersync.ledger.backend import AuditBackend
 from brokersync.metrics import MetricsSink, NullMetrics
-from brokersync.side_by_side import QUEUE_WORKERS, each
+from brokersync.side_by_side import each
 from brokersync.topology import Topology
 
 logger = logging.getLogger(__name__)
@@ -48,10 +48,11 @@ class CaptureAudit:
         *,
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.time,
-        queue_workers: int = QUEUE_WORKERS,
+        queue_workers: int | None = None,
     ) -> None:
         self.backend = backend
-        self.queue_workers = queue_workers
+        #: Counter items written at once; None: the topology's ``tuning.queues_at_once``.
+        self.queue_workers = queue_workers or topology.tuning.queues_at_once
         self.statistics = statistics
         self.topology = topology
         self.metrics: MetricsSink = metrics or NullMetrics()

@@ -45,7 +45,7 @@ from brokersync.purge.copy_path import CopyPathWatch, can_no_longer_arrive
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import SelectorRemover
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_line_bytes, split_off_partial
-from brokersync.side_by_side import QUEUE_WORKERS, SerialMetrics, each
+from brokersync.side_by_side import SerialMetrics, each
 from brokersync.topology import Queue, Topology
 
 logger = logging.getLogger(__name__)
@@ -100,8 +100,9 @@ class PurgeSettings:
     #: Synced queues a round works on at once. A queue's round is mostly waiting (some 16 ledger
     #: requests and the DR broker's receipts), and one queue after another, ten queues were each
     #: reached only every 2.7 s at 1,000 msg/s (decision 0048). Each queue at work holds one
-    #: STOMP connection to the DR broker for its removal. 1 works through them in turn.
-    queue_workers: int = QUEUE_WORKERS
+    #: STOMP connection to the DR broker for its removal. 1 works through them in turn; None:
+    #: the topology's ``tuning.queues_at_once``.
+    queue_workers: int | None = None
 
 
 @dataclass
@@ -281,7 +282,7 @@ class PurgeService:
             results = each(
                 [queue.name for queue in queues],
                 functools.partial(self.purge_queue, deadline=hard_deadline, hold=hold),
-                workers=self.settings.queue_workers,
+                workers=self.settings.queue_workers or self.topology.tuning.queues_at_once,
                 name="purge",
             )
             for queue, result in zip(queues, results, strict=True):

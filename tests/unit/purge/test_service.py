@@ -907,3 +907,41 @@ def test_a_queue_whose_removal_fails_leaves_the_other_queues_removals_marked(top
     # The broker confirmed every removal: the failing queue's are marked too, before the error.
     assert ledger.pending("PAYMENTS") == []
     assert ledger.pending("ORDERS") == []
+
+
+class _CountingDR(FakeDR):
+    """A DR broker that notes how many removals were in progress at once (each takes 50 ms)."""
+
+    def __init__(self, present: set[str]) -> None:
+        super().__init__(present)
+        self._lock = threading.Lock()
+        self._now = 0
+        self.most_at_once = 0
+
+    def remove(self, queue: str, keys: list[str], *, deadline: float | None = None) -> RemovalResult:
+        with self._lock:
+            self._now += 1
+            self.most_at_once = max(self.most_at_once, self._now)
+        time.sleep(0.05)
+        with self._lock:
+            self._now -= 1
+            return super().remove(queue, keys, deadline=deadline)
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_without_a_setting_of_its_own_a_round_works_as_many_queues_at_once_as_the_topology_says(
+    topology_path: Path, at_once: int
+) -> None:
+    orders, payments = _consumed(1), _consumed(1)
+    dr = _CountingDR({c.message_id for c in orders + payments})
+    topology = load_topology(topology_path)
+    tuned = topology.model_copy(update={"tuning": topology.tuning.model_copy(update={"queues_at_once": at_once})})
+    ledger = memory_ledger(clock=lambda: NOW)
+    service = PurgeService(ledger, dr, tuned, clock=lambda: NOW)
+    ledger.record("ORDERS", orders)
+    ledger.record("PAYMENTS", payments)
+
+    service.run(max_seconds=0.5, stop_when_idle=True)
+
+    assert dr.most_at_once == at_once
+    assert dr.present == set()
