@@ -36,6 +36,7 @@ import itertools
 import statistics as stats_mod
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -75,6 +76,7 @@ class LatentBackend:
         self.inner = MemoryBackend()
         self.latency_s = latency_s
         self.calls = Counter[str]()
+        self._calls_lock = threading.Lock()  # the queues call side by side: no count may be lost
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.inner, name)
@@ -82,7 +84,8 @@ class LatentBackend:
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1  # Counter's += under threads may drop a count: a tally, not a figure here
+            with self._calls_lock:
+                self.calls[name] += 1
             time.sleep(self.latency_s)
             return attribute(*args, **kwargs)
 
