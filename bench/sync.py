@@ -69,7 +69,15 @@ from unittest import mock
 
 import boto3
 import stomp
-from sync_functions import ENV_LEDGER_SHARDS, ENV_QUEUE_WORKERS, REGION, TABLE, queue_workers
+from sync_functions import (
+    ENV_LEDGER_SHARDS,
+    ENV_QUEUE_WORKERS,
+    ENV_RELAY_READ_PAUSE_MS,
+    REGION,
+    TABLE,
+    queue_workers,
+    relay_read_pause_ms,
+)
 from ulid import ULID
 
 from brokersync.broker.inbox import FrameInbox
@@ -534,6 +542,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "dr_memory_limit_mb": bench_topology("sync", args.dr_memory_mb).tuning.dr.memory_limit_mb,
         "ledger_shards": ledger_shards(),
         "queue_workers": queue_workers(),
+        "relay_read_pause_ms": relay_read_pause_ms(),
         "warm_up_s": args.warm_up,
         "tls": args.tls,
         **functions_runtime(),
@@ -670,6 +679,13 @@ def main() -> int:
         f"{QUEUE_WORKERS}); 1 works through them one after another, as before decision 0049",
     )
     parser.add_argument(
+        "--relay-read-pause-ms",
+        type=float,
+        default=None,
+        help="how long the relay's receiver thread waits after a read that emptied its socket (default: the "
+        "product's, 50); 0 reads as soon as a frame arrives, as before decision 0050",
+    )
+    parser.add_argument(
         "--dr-memory-mb",
         type=int,
         default=None,
@@ -699,6 +715,10 @@ def main() -> int:
         if args.queue_workers < 1:
             parser.error("--queue-workers must be 1 or more")
         os.environ[ENV_QUEUE_WORKERS] = str(args.queue_workers)
+    if args.relay_read_pause_ms is not None:
+        if not 0 <= args.relay_read_pause_ms <= 1000:
+            parser.error("--relay-read-pause-ms must be 0 to 1000")
+        os.environ[ENV_RELAY_READ_PAUSE_MS] = str(args.relay_read_pause_ms)
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

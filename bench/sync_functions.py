@@ -35,6 +35,8 @@ ENV_PROFILE = "BROKERSYNC_BENCH_PROFILE"
 ENV_LEDGER_SHARDS = "BROKERSYNC_BENCH_LEDGER_SHARDS"
 #: Queues the relay's writes and audit counts and the purge's rounds work on at once (``--queue-workers``).
 ENV_QUEUE_WORKERS = "BROKERSYNC_BENCH_QUEUE_WORKERS"
+#: The relay's read pause in milliseconds (``--relay-read-pause-ms``).
+ENV_RELAY_READ_PAUSE_MS = "BROKERSYNC_BENCH_RELAY_READ_PAUSE_MS"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -174,6 +176,13 @@ def queue_workers() -> int:
     return int(os.environ.get(ENV_QUEUE_WORKERS, QUEUE_WORKERS))
 
 
+def relay_read_pause_ms() -> float:
+    """The relay's read pause: the product's unless ``--relay-read-pause-ms`` measures another."""
+    from brokersync.capture.relay import RelaySettings  # noqa: PLC0415 (the layer is on the path only now)
+
+    return float(os.environ.get(ENV_RELAY_READ_PAUSE_MS, RelaySettings().read_pause_s * 1000))
+
+
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
     """The relay as its scheduled function runs it: built as the function builds it (its statistics
     reads and its capture audit, written per batch and checked per invocation), its settings,
@@ -199,7 +208,8 @@ def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         queue_workers=workers,
     )
     writer = LedgerWriter(ledger, queue_workers=workers)
-    relay = AdvisoryRelay(primary, writer, topology, settings=RelaySettings(), statistics=statistics, audit=audit)
+    settings = RelaySettings(read_pause_s=relay_read_pause_ms() / 1000)
+    relay = AdvisoryRelay(primary, writer, topology, settings=settings, statistics=statistics, audit=audit)
     replies.send(ready=True)
     with profiled("relay"):
         while not stop.is_set():

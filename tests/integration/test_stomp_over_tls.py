@@ -1,8 +1,10 @@
-"""Frames read over TLS, as every Amazon MQ connection reads them, arrive whole and in order.
+"""Frames read over TLS, as every Amazon MQ connection reads them, and by a paced reader, arrive whole and in order.
 
 stomp.py's TLS transport is non-blocking: a read can end mid-frame, and the receive loop
 (decision 0035) must carry the rest over to the next. The broker here speaks plain STOMP on
-loopback, so a TLS terminator with a certificate of its own stands in front of it.
+loopback, so a TLS terminator with a certificate of its own stands in front of it. A paced
+reader (the relay's, decision 0050) sleeps after each read that emptied its socket, and must
+then take everything that came meanwhile, on either kind of socket.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector
+from brokersync.broker.stomp_receive import pace_reads
 from brokersync_local.tls import TlsTerminator, local_tls
 from tests.integration.stomp_helpers import produce
 
@@ -39,29 +42,87 @@ def _bodies() -> list[bytes]:
     ]
 
 
+def _connection(
+    kind: str, tls_proxy: tuple[int, Path], primary: StompConnector, inbox: FrameInbox
+) -> stomp.Connection12:
+    """A connection to the primary, bodies left as bytes: plain, or TLS through the terminator."""
+    if kind == "plain":
+        connection = stomp.Connection12(
+            [(e.host, e.port) for e in primary.endpoints], heartbeats=(10_000, 10_000), auto_decode=False
+        )
+    else:
+        port, cert = tls_proxy
+        connection = stomp.Connection12([("127.0.0.1", port)], heartbeats=(10_000, 10_000), auto_decode=False)
+        connection.set_ssl(for_hosts=[("127.0.0.1", port)], ca_certs=str(cert))
+    connection.set_listener("test", inbox)
+    connection.connect(wait=True)
+    # stomp.py's TLS transport is the non-blocking one: the path under test there
+    assert connection.transport.blocking is (kind == "plain")
+    return connection
+
+
+def _receive(connection: stomp.Connection12, inbox: FrameInbox, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` bodies from the queue, acked one by one, within ``timeout_s``."""
+    received: list[bytes] = []
+    connection.subscribe(
+        f"/queue/{QUEUE}", id="read", ack="client-individual", headers={"activemq.prefetchSize": "500"}
+    )
+    deadline = time.monotonic() + timeout_s
+    while len(received) < count and time.monotonic() < deadline:
+        for frame in inbox.take(500, 1.0):
+            assert frame is not DISCONNECTED, "the connection dropped"
+            assert isinstance(frame, stomp.utils.Frame)
+            received.append(frame.body)
+            connection.ack(frame.headers["ack"])
+    return received
+
+
 def test_messages_read_over_tls_arrive_whole_and_in_order(tls_proxy: tuple[int, Path], primary: StompConnector) -> None:
-    port, cert = tls_proxy
     bodies = _bodies()
     produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
     inbox = FrameInbox()
-    connection = stomp.Connection12([("127.0.0.1", port)], heartbeats=(10_000, 10_000), auto_decode=False)
-    connection.set_ssl(for_hosts=[("127.0.0.1", port)], ca_certs=str(cert))
-    connection.set_listener("tls-test", inbox)
-    connection.connect(wait=True)
-    assert connection.transport.blocking is False  # stomp.py's TLS transport: the path under test
-    received: list[bytes] = []
+    connection = _connection("tls", tls_proxy, primary, inbox)
     try:
-        connection.subscribe(
-            f"/queue/{QUEUE}", id="tls", ack="client-individual", headers={"activemq.prefetchSize": "500"}
-        )
-        deadline = time.monotonic() + 60
-        while len(received) < len(bodies) and time.monotonic() < deadline:
-            for frame in inbox.take(500, 1.0):
-                assert frame is not DISCONNECTED, "the TLS connection dropped"
-                assert isinstance(frame, stomp.utils.Frame)
-                received.append(frame.body)
-                connection.ack(frame.headers["ack"])
+        received = _receive(connection, inbox, len(bodies), timeout_s=60)
     finally:
         connection.disconnect()
 
     assert received == bodies
+
+
+@pytest.mark.parametrize("kind", ["plain", "tls"])
+def test_a_paced_reader_gets_every_frame_whole_and_in_order(
+    kind: str, tls_proxy: tuple[int, Path], primary: StompConnector
+) -> None:
+    bodies = _bodies()
+    produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
+    inbox = FrameInbox()
+    connection = _connection(kind, tls_proxy, primary, inbox)
+    pace_reads(connection, 0.05)
+    try:
+        received = _receive(connection, inbox, len(bodies), timeout_s=60)
+    finally:
+        connection.disconnect()
+
+    assert received == bodies
+
+
+@pytest.mark.parametrize("kind", ["plain", "tls"])
+def test_a_paced_reader_behind_its_broker_is_not_held_to_a_read_per_pause(
+    kind: str, tls_proxy: tuple[int, Path], primary: StompConnector
+) -> None:
+    """8 MB waiting: at one 16 KB receive per 0.2 s pause that would take 100 s; reads that empty
+    the socket, and no pause after one that stopped at its bound, take it in seconds."""
+    bodies = [f"{i:08d}".encode() * 1024 for i in range(1000)]
+    produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
+    inbox = FrameInbox()
+    connection = _connection(kind, tls_proxy, primary, inbox)
+    pace_reads(connection, 0.2)
+    started = time.monotonic()
+    try:
+        received = _receive(connection, inbox, len(bodies), timeout_s=60)
+    finally:
+        connection.disconnect()
+
+    assert received == bodies
+    assert time.monotonic() - started < 30

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -15,7 +16,14 @@ from hypothesis import strategies as st
 
 import brokersync.broker.stomp  # noqa: F401  (installs the loop, as every connection's module does)
 from brokersync.broker import stomp_receive
-from brokersync.broker.stomp_receive import STOMP_PY_READ, STOMP_PY_READ_FRAMES, TLS_READ_BYTES, read, read_frames
+from brokersync.broker.stomp_receive import (
+    READ_BYTES,
+    STOMP_PY_READ,
+    STOMP_PY_READ_FRAMES,
+    pace_reads,
+    read,
+    read_frames,
+)
 from tests.unit.capture.advisories import advisory_frame
 
 _BASE = stomp.transport.BaseTransport
@@ -153,6 +161,120 @@ def test_any_bytes_in_any_chunks_reach_the_listeners_as_stomp_py_hands_them_over
     assert ours == theirs
 
 
+class _WaitingBytes:
+    """A plain socket's bytes: a blocking receive takes the next chunk (b"" once none is left: closed),
+    a receive that does not wait takes up to what it asks for, or finds nothing waiting."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.left = deque(chunks)
+        #: What each read took, chunk by chunk: a read ends where the test says so.
+        self.taken: list[bytes] = []
+
+    def receive(self) -> bytes:
+        chunk = self.left.popleft() if self.left else b""
+        self.taken.append(chunk)
+        return chunk
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        assert flags, "a paced read must not wait for more bytes"
+        if not self.left:
+            raise BlockingIOError
+        chunk = self.left.popleft()
+        if len(chunk) > size:
+            chunk, rest = chunk[:size], chunk[size:]
+            self.left.appendleft(rest)
+        self.taken.append(chunk)
+        return chunk
+
+
+def _paced(chunks: list[bytes], log: list[tuple[object, ...]], pause_s: float = 0.05):
+    """A paced plain transport over ``chunks``, and the bytes behind it."""
+    transport = _transport([], log, blocking=True)
+    waiting = _WaitingBytes(chunks)
+    transport.receive = waiting.receive  # type: ignore[method-assign]
+    transport.socket = waiting
+    pace_reads(type("Connection", (), {"transport": transport})(), pause_s)  # type: ignore[arg-type]
+    return transport, waiting
+
+
+@given(stream=_STREAMS, cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8))
+def test_a_paced_plain_read_hands_over_what_stomp_py_does_given_the_same_bytes_at_once(stream, cuts) -> None:
+    """A paced read takes what the socket holds without waiting: stomp.py, handed each read's
+    bytes in one piece, must hand the listeners exactly the same."""
+    ours: list[tuple[object, ...]] = []
+    groups: list[bytes] = []
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_BASE, "_BaseTransport__read", read)
+        monkeypatch.setattr(stomp_receive.time, "sleep", lambda _s: None)
+        chunks = _chunked(stream, cuts)
+        transport, waiting = _paced(chunks, ours)
+        for _ in range(len(chunks) + 1):
+            try:
+                read_frames(transport)
+            except stomp.exception.ConnectionClosedException:
+                ours.append(("closed",))
+                break
+            finally:
+                groups.append(b"".join(waiting.taken))
+                waiting.taken.clear()
+        left = transport._BaseTransport__recvbuf
+        theirs = _drive([g for g in groups if g], STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch, blocking=True)
+
+    assert (ours, left) == theirs
+
+
+def test_a_paced_plain_read_takes_every_frame_waiting_in_one_hand_off(monkeypatch) -> None:
+    monkeypatch.setattr(stomp_receive.time, "sleep", lambda _s: None)
+    log: list[tuple[object, ...]] = []
+    transport, _ = _paced([_wire(1), _wire(2), _wire(3)], log)
+
+    read_frames(transport)
+
+    assert [entry[3]["ack"] for entry in log if entry[:2] == ("a", "message")] == ["ID:1", "ID:2", "ID:3"]
+
+
+def test_a_read_that_emptied_the_socket_is_followed_by_the_pause(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(stomp_receive.time, "sleep", slept.append)
+    transport, _ = _paced([_wire(1), _wire(2)], [], pause_s=0.05)
+
+    read_frames(transport)
+
+    assert slept == [0.05]
+
+
+def test_a_read_that_stopped_at_its_byte_bound_reads_on_without_a_pause(monkeypatch) -> None:
+    """A connection that has fallen behind must not be held back: the pause delays, it never caps."""
+    slept: list[float] = []
+    monkeypatch.setattr(stomp_receive.time, "sleep", slept.append)
+    frames = [_wire(i) for i in range(1, 400)]
+    transport, waiting = _paced(frames, [])
+
+    read_frames(transport)
+
+    assert slept == []
+    assert sum(len(chunk) for chunk in waiting.taken) == READ_BYTES
+    assert waiting.left
+
+
+def test_a_connection_that_is_not_paced_never_sleeps_and_stops_at_the_first_frame(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(stomp_receive.time, "sleep", slept.append)
+    transport, waiting = _paced([_wire(1), _wire(2)], [], pause_s=0)
+
+    read_frames(transport)
+
+    assert slept == []
+    assert len(waiting.left) == 1
+
+
+def test_a_negative_pause_is_refused() -> None:
+    transport, _ = _paced([], [])
+
+    with pytest.raises(ValueError, match="0 or more"):
+        pace_reads(type("Connection", (), {"transport": transport})(), -0.01)  # type: ignore[arg-type]
+
+
 def _wire(index: int) -> bytes:
     headers, body = advisory_frame()
     data = body.encode()
@@ -226,7 +348,7 @@ def test_a_tls_read_takes_every_frame_the_socket_has_in_one_hand_off(monkeypatch
 def test_a_tls_read_stops_at_its_byte_bound() -> None:
     frames = [_wire(i) for i in range(1, 400)]
     transport = _transport(frames, [])
-    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= TLS_READ_BYTES)
+    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= READ_BYTES)
 
     taken = read(transport)
 
@@ -239,7 +361,7 @@ def test_a_tls_read_past_its_bound_still_takes_what_the_tls_layer_holds_decrypte
     transport = _transport(frames, [])
     held = iter([True, True, False])
     transport.socket = type("Socket", (), {"pending": lambda _self: next(held, False)})()
-    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= TLS_READ_BYTES)
+    bound = next(n for n in range(1, 400) if sum(len(f) for f in frames[:n]) >= READ_BYTES)
 
     taken = read(transport)
 

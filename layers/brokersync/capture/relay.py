@@ -26,6 +26,7 @@ import stomp
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.statistics import QueueStats, StatisticsClient
 from brokersync.broker.stomp import StompConnector, send_in_one_write
+from brokersync.broker.stomp_receive import pace_reads
 from brokersync.capture.advisory import parse_consumed_advisory
 from brokersync.capture.audit import CaptureAudit
 from brokersync.capture.handover import Handover
@@ -62,6 +63,10 @@ class RelaySettings:
     #: How long the broker may take to confirm parked advisories before the batch is given up
     #: (unacked, so the broker redelivers it).
     receipt_timeout_s: float = 10.0
+    #: How long the receiver thread waits after a read that emptied the socket, so that its next
+    #: read takes what came meanwhile in one go (``pace_reads``, decision 0050). The relay waits
+    #: out ``flush_interval_s`` anyway; 0 reads as soon as a frame arrives.
+    read_pause_s: float = 0.05
 
 
 @dataclass
@@ -158,6 +163,7 @@ class AdvisoryRelay:
                 "activemq.prefetchSize": str(self.settings.prefetch),
             },
         )
+        pace_reads(connection, self.settings.read_pause_s)
         self._connection = connection
 
     def _disconnect(self) -> None:
