@@ -77,15 +77,27 @@ def _receive(connection: stomp.Connection12, inbox: FrameInbox, count: int, time
     return received
 
 
-def test_messages_read_over_tls_arrive_whole_and_in_order(tls_proxy: tuple[int, Path], primary: StompConnector) -> None:
-    bodies = _bodies()
+def _read_back(
+    kind: str, tls_proxy: tuple[int, Path], primary: StompConnector, bodies: list[bytes], pause_s: float | None = None
+) -> tuple[list[bytes], float]:
+    """Send ``bodies`` to the queue, read them back over a ``kind`` connection (paced by ``pause_s``,
+    if given): what was read, and how long the reading took."""
     produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
     inbox = FrameInbox()
-    connection = _connection("tls", tls_proxy, primary, inbox)
+    connection = _connection(kind, tls_proxy, primary, inbox)
+    if pause_s is not None:
+        pace_reads(connection, pause_s)
+    started = time.monotonic()
     try:
-        received = _receive(connection, inbox, len(bodies), timeout_s=60)
+        return _receive(connection, inbox, len(bodies), timeout_s=60), time.monotonic() - started
     finally:
         connection.disconnect()
+
+
+def test_messages_read_over_tls_arrive_whole_and_in_order(tls_proxy: tuple[int, Path], primary: StompConnector) -> None:
+    bodies = _bodies()
+
+    received, _ = _read_back("tls", tls_proxy, primary, bodies)
 
     assert received == bodies
 
@@ -95,14 +107,8 @@ def test_a_paced_reader_gets_every_frame_whole_and_in_order(
     kind: str, tls_proxy: tuple[int, Path], primary: StompConnector
 ) -> None:
     bodies = _bodies()
-    produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
-    inbox = FrameInbox()
-    connection = _connection(kind, tls_proxy, primary, inbox)
-    pace_reads(connection, 0.05)
-    try:
-        received = _receive(connection, inbox, len(bodies), timeout_s=60)
-    finally:
-        connection.disconnect()
+
+    received, _ = _read_back(kind, tls_proxy, primary, bodies, pause_s=0.05)
 
     assert received == bodies
 
@@ -114,15 +120,8 @@ def test_a_paced_reader_behind_its_broker_is_not_held_to_a_read_per_pause(
     """8 MB waiting: at one 16 KB receive per 0.2 s pause that would take 100 s; reads that empty
     the socket, and no pause after one that stopped at its bound, take it in seconds."""
     bodies = [f"{i:08d}".encode() * 1024 for i in range(1000)]
-    produce(primary, QUEUE, [(body, {}) for body in bodies])  # type: ignore[misc]
-    inbox = FrameInbox()
-    connection = _connection(kind, tls_proxy, primary, inbox)
-    pace_reads(connection, 0.2)
-    started = time.monotonic()
-    try:
-        received = _receive(connection, inbox, len(bodies), timeout_s=60)
-    finally:
-        connection.disconnect()
+
+    received, took_s = _read_back(kind, tls_proxy, primary, bodies, pause_s=0.2)
 
     assert received == bodies
-    assert time.monotonic() - started < 30
+    assert took_s < 30

@@ -113,13 +113,26 @@ def _drive(
     monkeypatch.setattr(_BASE, "_BaseTransport__read", read_fn)
     log: list[tuple[object, ...]] = []
     transport = _transport(chunks, log, blocking=blocking)
-    for _ in range(len(chunks) + 1):
+    _read_until_closed(transport, read_frames_fn, len(chunks) + 1, log)
+    return log, transport._BaseTransport__recvbuf
+
+
+def _read_until_closed(
+    transport: stomp.transport.Transport,
+    read_frames_fn: Callable[..., object],
+    reads: int,
+    log: list[tuple[object, ...]],
+    after_each: Callable[[], None] = lambda: None,
+) -> None:
+    """Up to ``reads`` reads, ``after_each`` after every one; a closed connection is logged and ends them."""
+    for _ in range(reads):
         try:
             read_frames_fn(transport)
         except stomp.exception.ConnectionClosedException:
             log.append(("closed",))
             break
-    return log, transport._BaseTransport__recvbuf
+        finally:
+            after_each()
 
 
 def _tls_reads(chunks: list[bytes]) -> list[bytes]:
@@ -208,15 +221,12 @@ def test_a_paced_plain_read_hands_over_what_stomp_py_does_given_the_same_bytes_a
         monkeypatch.setattr(stomp_receive.time, "sleep", lambda _s: None)
         chunks = _chunked(stream, cuts)
         transport, waiting = _paced(chunks, ours)
-        for _ in range(len(chunks) + 1):
-            try:
-                read_frames(transport)
-            except stomp.exception.ConnectionClosedException:
-                ours.append(("closed",))
-                break
-            finally:
-                groups.append(b"".join(waiting.taken))
-                waiting.taken.clear()
+
+        def each_read_s_bytes() -> None:
+            groups.append(b"".join(waiting.taken))
+            waiting.taken.clear()
+
+        _read_until_closed(transport, read_frames, len(chunks) + 1, ours, each_read_s_bytes)
         left = transport._BaseTransport__recvbuf
         theirs = _drive([g for g in groups if g], STOMP_PY_READ, STOMP_PY_READ_FRAMES, monkeypatch, blocking=True)
 
