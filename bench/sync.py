@@ -71,10 +71,12 @@ import boto3
 import stomp
 from sync_functions import (
     ENV_LEDGER_SHARDS,
+    ENV_PURGE_CONNECTION_PER_CALL,
     ENV_QUEUE_WORKERS,
     ENV_RELAY_READ_PAUSE_MS,
     REGION,
     TABLE,
+    purge_keeps_connections,
     queue_workers,
     relay_read_pause_ms,
 )
@@ -543,6 +545,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "ledger_shards": ledger_shards(),
         "queue_workers": queue_workers(),
         "relay_read_pause_ms": relay_read_pause_ms(),
+        "purge_keeps_connections": purge_keeps_connections(),
         "warm_up_s": args.warm_up,
         "tls": args.tls,
         **functions_runtime(),
@@ -686,6 +689,12 @@ def main() -> int:
         "product's, 50); 0 reads as soon as a frame arrives, as before decision 0050",
     )
     parser.add_argument(
+        "--purge-connection-per-call",
+        action="store_true",
+        help="the purge opens a DR connection for each removal call, as before decision 0051, instead of "
+        "keeping one from round to round",
+    )
+    parser.add_argument(
         "--dr-memory-mb",
         type=int,
         default=None,
@@ -719,6 +728,8 @@ def main() -> int:
         if not 0 <= args.relay_read_pause_ms <= 1000:
             parser.error("--relay-read-pause-ms must be 0 to 1000")
         os.environ[ENV_RELAY_READ_PAUSE_MS] = str(args.relay_read_pause_ms)
+    if args.purge_connection_per_call:
+        os.environ[ENV_PURGE_CONNECTION_PER_CALL] = "1"
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

@@ -37,6 +37,8 @@ ENV_LEDGER_SHARDS = "BROKERSYNC_BENCH_LEDGER_SHARDS"
 ENV_QUEUE_WORKERS = "BROKERSYNC_BENCH_QUEUE_WORKERS"
 #: The relay's read pause in milliseconds (``--relay-read-pause-ms``).
 ENV_RELAY_READ_PAUSE_MS = "BROKERSYNC_BENCH_RELAY_READ_PAUSE_MS"
+#: "1": the purge opens a DR connection per removal call (``--purge-connection-per-call``).
+ENV_PURGE_CONNECTION_PER_CALL = "BROKERSYNC_BENCH_PURGE_CONNECTION_PER_CALL"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -183,6 +185,14 @@ def relay_read_pause_ms() -> float:
     return float(os.environ.get(ENV_RELAY_READ_PAUSE_MS, RelaySettings().read_pause_s * 1000))
 
 
+def purge_keeps_connections() -> bool:
+    """Whether the purge keeps its DR connection from round to round: the product's unless
+    ``--purge-connection-per-call`` measures a connection per removal call."""
+    from brokersync.purge.remover import RemoverSettings  # noqa: PLC0415 (the layer is on the path only now)
+
+    return RemoverSettings().keep_connections and os.environ.get(ENV_PURGE_CONNECTION_PER_CALL) != "1"
+
+
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
     """The relay as its scheduled function runs it: built as the function builds it (its statistics
     reads and its capture audit, written per batch and checked per invocation), its settings,
@@ -233,7 +243,12 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
     from brokersync.config import DEFAULT_PURGE_MAX_SECONDS  # noqa: PLC0415
     from brokersync.exceptions import BrokerSyncError  # noqa: PLC0415
     from brokersync.purge.late_copies import LateCopySweep  # noqa: PLC0415
-    from brokersync.purge.remover import PurgeInvariantError, RemovalResult, SelectorRemover  # noqa: PLC0415
+    from brokersync.purge.remover import (  # noqa: PLC0415
+        PurgeInvariantError,
+        RemovalResult,
+        RemoverSettings,
+        SelectorRemover,
+    )
     from brokersync.purge.service import PurgeService, PurgeSettings  # noqa: PLC0415
 
     class TimedRemover(SelectorRemover):
@@ -246,7 +261,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         """
 
         def __init__(self, connector: StompConnector) -> None:
-            super().__init__(connector)
+            super().__init__(connector, RemoverSettings(keep_connections=purge_keeps_connections()))
             self.removed_at: dict[str, float] = {}
             self._lock = threading.Lock()  # a round's queues remove side by side
             self.tally = {

@@ -182,3 +182,43 @@ def test_a_purge_never_redelivers_what_it_leaves(
     assert on_dr == primary_ids(primary)
     assert len(on_dr) == 150
     assert redelivered == set()
+
+
+class CountingConnector:
+    """The DR broker's connector, counting the connections opened through it."""
+
+    def __init__(self, inner: StompConnector) -> None:
+        self.inner = inner
+        self.opened = 0
+
+    def connect(self, listener: object, name: str = "") -> object:
+        self.opened += 1
+        return self.inner.connect(listener, name=name)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_the_rounds_of_a_purge_run_share_one_dr_connection_and_remove_exactly_what_was_consumed(
+    topology: Topology, primary: StompConnector, dr: StompConnector
+) -> None:
+    """Kept from round to round (decision 0051), frames of earlier rounds' subscriptions included."""
+    produce(primary, "ORDERS", [str(ULID()) for _ in range(200)])
+    ledger = memory_ledger()
+    relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=FAST)
+    counting = CountingConnector(dr)
+    remover = SelectorRemover(counting)  # type: ignore[arg-type]
+    purge = PurgeService(ledger, remover, topology, settings=PurgeSettings(retry_not_found_s=0))
+    copies_settled(primary, topology)
+    with remover.keeping_connections():
+        for _ in range(4):
+            receive(primary, "ORDERS", 40)
+            relay.run(max_seconds=0.5)
+            assert purge.purge_queue("ORDERS").purged > 0
+        opened_in_the_run = counting.opened
+
+    on_dr, redelivered = dr_state(dr)
+    assert opened_in_the_run == 1
+    assert on_dr == primary_ids(primary)
+    assert len(on_dr) == 40
+    assert redelivered == set()

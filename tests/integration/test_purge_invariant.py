@@ -3,7 +3,8 @@
 Whatever the order of produce, consume, capture, purge and DR broker restarts, on either
 sync key (ORDERS by ULID correlation id, PAYMENTS by message id), with producers that retry
 (two messages, one correlation id), lower-case ULIDs, purge rounds spanning more than 16
-selector batches (short selectors, so small rounds reach many groups), and one or two
+selector batches (short selectors, so small rounds reach many groups) and sharing one kept
+connection as a purge run's rounds do (a DR restart closes it under them), and one or two
 parallel bridges (which do not keep order): once the copy settles and everything consumed
 was captured and purged, each DR queue holds exactly the messages still on the primary
 (by message id), and none of them was ever redelivered.
@@ -179,20 +180,22 @@ def run_plan(pair: LocalWorld, plan: list[tuple[str, str, int, str]]) -> None:
     relay = AdvisoryRelay(primary, LedgerWriter(ledger), topology, settings=RELAY)
     purge = PurgeService(ledger, SelectorRemover(dr, REMOVER), topology, settings=PurgeSettings(retry_not_found_s=0))
     consumed: set[str] = set()
-    for step, queue, count, how in plan:
-        if step == "produce":
-            _produce(primary, queue, count, how)
-        elif step == "consume":
-            consumed |= {f.headers["message-id"] for f in receive(primary, queue, count, timeout_s=0.3)}
-        elif step == "capture":
-            relay.run(max_seconds=0.2)
-        elif step == "purge":
-            for name in QUEUES:
-                _purge(purge, name)
-        else:
-            _restart_dr(pair)
+    # As in a purge run, the rounds share the remover's connection, across DR restarts too.
+    with purge.remover.keeping_connections():
+        for step, queue, count, how in plan:
+            if step == "produce":
+                _produce(primary, queue, count, how)
+            elif step == "consume":
+                consumed |= {f.headers["message-id"] for f in receive(primary, queue, count, timeout_s=0.3)}
+            elif step == "capture":
+                relay.run(max_seconds=0.2)
+            elif step == "purge":
+                for name in QUEUES:
+                    _purge(purge, name)
+            else:
+                _restart_dr(pair)
 
-    _finish(pair, relay, purge, ledger)
+        _finish(pair, relay, purge, ledger)
 
     for queue in QUEUES:
         on_primary = {f.headers["message-id"] for f in browse(primary, queue)}

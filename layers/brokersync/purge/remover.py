@@ -59,6 +59,15 @@ acked:
   so it is not covered), the call stops with :class:`PurgeInvariantError`, which the purge
   loop never retries and the edge turns into an alarm.
 
+Within :meth:`SelectorRemover.keeping_connections` (a purge run), a call's connection is kept
+for the next call instead of being closed, when the call ended cleanly: every subscription it
+opened was closed, the receipt of its last UNSUBSCRIBE arrived, and no ERROR or failure came.
+Opening a STOMP connection cost the purge about 1 ms of its CPU and the DR broker 2-3 ms of
+its own, once per call, that is per queue with keys in every round (decision 0051). A kept
+connection remembers every subscription opened on it, so a frame of an earlier call's
+subscription is still *late*, not a violation; subscription ids are never reused. A
+connection that ended a call any other way is closed, and the next call opens its own.
+
 The last UNSUBSCRIBE of a group carries a receipt, and the broker processes a connection's
 frames in order, so when the receipt arrives every ack before it has been handled. Handled is
 not applied: ActiveMQ answers an ACK it cannot match with an ERROR frame and keeps the
@@ -75,7 +84,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import stomp
@@ -124,10 +135,19 @@ class RemoverSettings:
     #: Longest selector header line; ActiveMQ refuses more than MAX_HEADER_LINE_BYTES. Smaller
     #: values only make more, shorter selectors (the property test uses that to reach many groups).
     selector_bytes: int = MAX_HEADER_LINE_BYTES
+    #: Subscriptions a kept connection serves before it is closed: it remembers each one (its
+    #: selected ids) to tell an earlier call's late frame from a violation, so this bounds that
+    #: memory. At one subscription a round, about three rounds a second, some 80 s of rounds.
+    subscriptions_per_connection: int = 256
+    #: Whether :meth:`SelectorRemover.keeping_connections` keeps connections at all (False: a
+    #: connection per call, as before decision 0051, which the sync bench measures beside it).
+    keep_connections: bool = True
 
     def __post_init__(self) -> None:
         if not 200 <= self.selector_bytes <= MAX_HEADER_LINE_BYTES:
             raise ValueError(f"selector_bytes must be between 200 and {MAX_HEADER_LINE_BYTES}")
+        if self.subscriptions_per_connection < 1:
+            raise ValueError("subscriptions_per_connection must be at least 1")
 
 
 @dataclass
@@ -186,6 +206,28 @@ class _Subscription:
         self.stopped = True
 
 
+@dataclass
+class _Session:
+    """One STOMP connection to the broker, and every subscription ever opened on it."""
+
+    connection: stomp.Connection12
+    inbox: FrameInbox
+    subscriptions: dict[str, _Subscription] = field(default_factory=dict)
+
+    def usable(self, settings: RemoverSettings) -> bool:
+        return len(self.subscriptions) < settings.subscriptions_per_connection and self.connection.is_connected()
+
+    def forget_what_was_taken(self) -> None:
+        """Keep, of each closed subscription, only what classifies a late frame: its ids and that it is closed."""
+        for sub_id, subscription in self.subscriptions.items():
+            if subscription.outstanding or subscription.taken or subscription.firsts or subscription.acked:
+                self.subscriptions[sub_id] = _Subscription(subscription.selected, set(), open=False)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.disconnect()
+
+
 class SelectorRemover:
     """Removes messages by message id from queues on one broker (the DR broker)."""
 
@@ -194,6 +236,52 @@ class SelectorRemover:
     def __init__(self, connector: StompConnector, settings: RemoverSettings | None = None) -> None:
         self.connector = connector
         self.settings = settings or RemoverSettings()
+        #: Connections kept between calls; None outside :meth:`keeping_connections`.
+        self._kept: list[_Session] | None = None
+        self._kept_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def keeping_connections(self) -> Iterator[None]:
+        """Within this block, a call that ended cleanly leaves its connection for the next call.
+
+        Every kept connection is closed when the block ends, so none outlives the run that
+        opened it (a Lambda invocation: a frozen container's connection would be dead when it
+        thaws). Calls on several threads at once each take a connection of their own. A block
+        inside another changes nothing.
+        """
+        with self._kept_lock:
+            outermost = self._kept is None and self.settings.keep_connections
+            if outermost:
+                self._kept = []
+        try:
+            yield
+        finally:
+            if outermost:
+                with self._kept_lock:
+                    kept, self._kept = self._kept or [], None
+                for session in kept:
+                    session.close()
+
+    def _session(self) -> _Session:
+        """A kept connection still fit to use, or a new one."""
+        with self._kept_lock:
+            while self._kept:
+                session = self._kept.pop()
+                if session.usable(self.settings):
+                    return session
+                session.close()
+        inbox = FrameInbox()
+        return _Session(self.connector.connect(inbox, name="brokersync-purge"), inbox)
+
+    def _release(self, session: _Session, *, clean: bool) -> None:
+        """Keep ``session`` for the next call if the call ended cleanly and connections are kept; else close it."""
+        if clean and session.usable(self.settings):
+            session.forget_what_was_taken()
+            with self._kept_lock:
+                if self._kept is not None:
+                    self._kept.append(session)
+                    return
+        session.close()
 
     def remove(self, queue: str, message_ids: list[str], *, deadline: float | None = None) -> RemovalResult:
         """Remove the messages of ``queue`` whose JMS message id is in ``message_ids``; report what was found.
@@ -209,9 +297,10 @@ class SelectorRemover:
         batches = selector_batches(message_ids, "message-id", max_line_bytes=self.settings.selector_bytes)
         if not batches:
             return result
-        subscriptions: dict[str, _Subscription] = {}
-        inbox = FrameInbox()
-        connection = self.connector.connect(inbox, name="brokersync-purge")
+        session = self._session()
+        connection, inbox, subscriptions = session.connection, session.inbox, session.subscriptions
+        errors_before = len(inbox.errors)
+        finished = False
         try:
             step = self.settings.parallel_subscriptions
             for offset in range(0, len(batches), step):
@@ -232,9 +321,12 @@ class SelectorRemover:
                     break
                 finally:
                     result.subscriptions += len(group)
+            finished = True
         finally:
-            with contextlib.suppress(Exception):
-                connection.disconnect()
+            # Anything but a call run to its end without error, ERROR frame or open subscription
+            # (an exception nobody caught included) closes the connection.
+            clean = finished and result.error is None and len(inbox.errors) == errors_before
+            self._release(session, clean=clean and not any(s.open for s in subscriptions.values()))
         removed = set(result.removed)
         result.not_found = [k for k in dict.fromkeys(message_ids) if k not in removed]
         result.elapsed_s = time.monotonic() - started

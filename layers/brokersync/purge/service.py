@@ -25,6 +25,7 @@ others finish and mark before its error is raised.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -267,6 +268,20 @@ class PurgeService:
         A round may hold back a partly filled last selector for a later round
         (``hold_partial_s``), except in a catch-up (``stop_when_stalled``) and near the end.
         """
+        # The remover's connections are kept from one round to the next for the run, and closed
+        # when it ends (decision 0051); a remover without kept connections (a test's) opens its own.
+        keeping = getattr(self.remover, "keeping_connections", None)
+        with keeping() if keeping is not None else contextlib.nullcontext():
+            return self._rounds(max_seconds, stop_when_idle, stop_when_stalled, hard_deadline, stop)
+
+    def _rounds(
+        self,
+        max_seconds: float,
+        stop_when_idle: bool,
+        stop_when_stalled: bool,
+        hard_deadline: float | None,
+        stop: threading.Event | None,
+    ) -> PurgeReport:
         report = PurgeReport()
         deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline and not (stop and stop.is_set()):

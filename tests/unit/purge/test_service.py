@@ -18,10 +18,11 @@ from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
-from brokersync.purge.remover import PurgeInvariantError, RemovalResult
+from brokersync.purge.remover import PurgeInvariantError, RemovalResult, RemoverSettings, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings, QueueReport
 from brokersync.topology import Queue, load_topology
 from tests.fake_clock import FakeClock
+from tests.unit.purge.test_remover_frames import ScriptedConnector
 
 NOW = 1_795_340_000.0
 _SEQ = itertools.count(1)
@@ -945,3 +946,26 @@ def test_without_a_setting_of_its_own_a_round_works_as_many_queues_at_once_as_th
 
     assert dr.most_at_once == at_once
     assert dr.present == set()
+
+
+def test_a_run_keeps_the_remover_s_connection_from_round_to_round_and_closes_it_at_its_end(
+    topology_path: Path,
+) -> None:
+    """Opening a connection per round cost the purge and the DR broker a few ms each (decision 0051)."""
+    connector = ScriptedConnector(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
+    remover = SelectorRemover(connector, RemoverSettings(settle_s=0.05, min_group_s=0.0))  # type: ignore[arg-type]
+    ledger = memory_ledger(clock=lambda: NOW)
+    service = PurgeService(
+        ledger, remover, load_topology(topology_path), settings=PurgeSettings(idle_sleep_s=0.05, hold_partial_s=0)
+    )
+    ledger.record("ORDERS", _consumed(3))
+    recording = threading.Thread(target=lambda: (time.sleep(0.2), ledger.record("ORDERS", _consumed(2))))
+    recording.start()
+
+    report = service.run(max_seconds=0.6)
+    recording.join()
+
+    assert report.purged == 5
+    assert len(connector.connections) == 1
+    assert len(connector.connections[0].subscriptions) == 2  # two rounds found keys
+    assert not connector.connections[0].is_connected()
