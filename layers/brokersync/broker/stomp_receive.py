@@ -199,8 +199,10 @@ def _take_what_waits(transport: Any, chunks: list[bytes], room: int) -> int:
     the connection can take at a few receives per pause. A closed or failing socket ends this
     early; the next (blocking) read finds it so, as stomp.py's own read would.
     """
+    if not transport.__dict__.get(_PAUSE):
+        return 0
     taken = 0
-    while taken < room and transport.__dict__.get(_PAUSE):
+    while taken < room:
         try:
             chunk = transport.socket.recv(room - taken, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
