@@ -18,7 +18,6 @@ Run: ``.venv/bin/python bench/purge_connections.py [--waves 6] [--calls-per-wave
 from __future__ import annotations
 
 import argparse
-import statistics as stats_mod
 import sys
 import tempfile
 import time
@@ -77,16 +76,6 @@ def _wave(
     }, kept
 
 
-def _summary(values: list[float]) -> dict[str, float]:
-    median = stats_mod.median(values)
-    return {
-        "median": round(median, 3),
-        "min": round(min(values), 3),
-        "max": round(max(values), 3),
-        "spread": round((max(values) - min(values)) / median, 3) if median else 0.0,
-    }
-
-
 def progress(line: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
@@ -118,7 +107,7 @@ def measure(waves: int, calls: int, ids_per_call: int) -> dict[str, Any]:
         "waves": waves,
         "calls_per_wave": calls,
         "ids_per_call": ids_per_call,
-        **{way: {name: _summary([w[name] for w in runs]) for name in runs[0]} for way, runs in per.items()},
+        **{way: bench_results.spread(runs) for way, runs in per.items()},
         "stayed": len(stays),
         "stayed_on_dr": sum(1 for f in left if f.headers["message-id"] in stays),
         "redelivered_on_dr": sum(1 for f in left if f.headers.get("redelivered", "false") != "false"),

@@ -8,8 +8,6 @@ with no broker to reach.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -17,6 +15,7 @@ import pytest
 
 from brokersync.topology import load_topology, parse_topology
 from brokersync_local.function_code import local_function_code
+from tests.integration.bench_modules import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOSED = "stomp://127.0.0.1:1"  # nothing listens on port 1
@@ -25,15 +24,7 @@ CLOSED = "stomp://127.0.0.1:1"  # nothing listens on port 1
 @pytest.fixture(scope="module")
 def bench_sync() -> ModuleType:
     """``bench/sync.py`` as a module (it imports ``sync_functions`` from its own folder)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_sync", ROOT / "bench" / "sync.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return load_bench("sync")
 
 
 def _run(bench_sync: ModuleType, role: str) -> tuple[bool, dict]:

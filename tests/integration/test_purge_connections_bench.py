@@ -6,26 +6,14 @@ it small, both ways, and holds it to the invariant it reports on.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_purge_connections", ROOT / "bench" / "purge_connections.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.integration.bench_modules import load_bench
 
 
 @pytest.mark.timeout(300)
 def test_both_ways_remove_every_asked_message_and_leave_every_other_unredelivered() -> None:
-    result = _bench().measure(waves=1, calls=3, ids_per_call=2)
+    result = load_bench("purge_connections").measure(waves=1, calls=3, ids_per_call=2)
 
     assert result["stayed"] == 24  # 3 calls x 2 ids stay beside those removed, in 4 waves (2 warm-up)
     assert result["stayed_on_dr"] == result["stayed"]

@@ -6,26 +6,14 @@ runs it small, both ways, and holds it to the invariant it reports on.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_queue_rounds", ROOT / "bench" / "queue_rounds.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.integration.bench_modules import load_bench
 
 
 @pytest.mark.timeout(300)
 def test_both_ways_remove_every_consumed_message_and_touch_nothing_else() -> None:
-    result = _bench().measure([3], waves=1, keys=9, latency_s=0.001)
+    result = load_bench("queue_rounds").measure([3], waves=1, keys=9, latency_s=0.001)
 
     three = result["by_queues"]["3"]
     assert three["unconsumed"] == 18  # 9 a wave, two waves (one each way)

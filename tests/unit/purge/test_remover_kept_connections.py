@@ -12,7 +12,7 @@ import pytest
 import stomp
 
 from brokersync.exceptions import BrokerUnavailableError
-from brokersync.purge.remover import PurgeInvariantError, RemoverSettings, SelectorRemover
+from brokersync.purge.remover import PurgeInvariantError, RemovalResult, RemoverSettings, SelectorRemover
 from tests.unit.purge.test_remover_frames import QUEUE, ScriptedConnection, ScriptedConnector, _remover, mid
 
 
@@ -56,20 +56,26 @@ def test_outside_a_run_each_call_opens_and_closes_its_own_connection() -> None:
     assert [c.is_connected() for c in _connections(remover)] == [False, False]
 
 
-def test_a_frame_of_an_earlier_call_s_subscription_is_late_in_the_next_call_and_never_acked() -> None:
-    """The broker wrote one more frame of call 1's subscription after call 1 ended."""
+def _second_call_after_a_frame_of_the_first_s_subscription(stray: str) -> tuple[RemovalResult, SelectorRemover]:
+    """Two calls on a kept connection; as the second subscribes, the broker writes ``stray`` on the first's."""
     subs: list[str] = []
 
     def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
         subs.append(sub)
         if len(subs) == 2:
-            c.deliver(subs[0], mid(1))
+            c.deliver(subs[0], stray)
         _deliver_all(c, sub, ids)
 
     remover = _remover(script)
     with remover.keeping_connections():
         remover.remove(QUEUE, [mid(1)])
         second = remover.remove(QUEUE, [mid(2)])
+    return second, remover
+
+
+def test_a_frame_of_an_earlier_call_s_subscription_is_late_in_the_next_call_and_never_acked() -> None:
+    """The broker wrote one more frame of call 1's subscription after call 1 ended."""
+    second, remover = _second_call_after_a_frame_of_the_first_s_subscription(mid(1))
 
     assert second.error is None
     assert (second.removed, second.late) == ([mid(2)], 1)
@@ -77,18 +83,7 @@ def test_a_frame_of_an_earlier_call_s_subscription_is_late_in_the_next_call_and_
 
 
 def test_a_frame_an_earlier_subscription_did_not_select_is_still_a_violation() -> None:
-    subs: list[str] = []
-
-    def script(c: ScriptedConnection, sub: str, ids: list[str]) -> None:
-        subs.append(sub)
-        if len(subs) == 2:
-            c.deliver(subs[0], mid(99))
-        _deliver_all(c, sub, ids)
-
-    remover = _remover(script)
-    with remover.keeping_connections():
-        remover.remove(QUEUE, [mid(1)])
-        second = remover.remove(QUEUE, [mid(2)])
+    second, remover = _second_call_after_a_frame_of_the_first_s_subscription(mid(99))
 
     assert isinstance(second.error, PurgeInvariantError)
     assert mid(99) not in _connections(remover)[0].acked
