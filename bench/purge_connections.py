@@ -94,8 +94,7 @@ def measure(waves: int, calls: int, ids_per_call: int) -> dict[str, Any]:
             stays: set[str] = set()
             for way in WAYS:  # the broker's JIT warms up on a wave of each way, not measured
                 stays |= _wave(dr, dr_pid, way, calls, ids_per_call)[1]
-            for index in range(2 * waves):
-                way = WAYS[index % 2 if (index // 2) % 2 == 0 else 1 - index % 2]  # ABBA
+            for way in bench_results.alternating(WAYS, waves):
                 figures, kept = _wave(dr, dr_pid, way, calls, ids_per_call)
                 per[way].append(figures)
                 stays |= kept

@@ -203,9 +203,7 @@ def measure(queue_counts: list[int], waves: int, keys: int, latency_s: float) ->
                 ways = {label: Way(view, ledger, backend, workers) for label, workers in widths.items()}
                 per: dict[str, list[dict[str, float]]] = {label: [] for label in widths}
                 unconsumed: set[str] = set()
-                for index in range(2 * waves):
-                    # ABBA: neither way always goes first after the other
-                    label = list(widths)[index % 2 if (index // 2) % 2 == 0 else 1 - index % 2]
+                for label in bench_results.alternating(list(widths), waves):
                     figures, kept = ways[label].wave(dr_pid, keys)
                     per[label].append(figures)
                     unconsumed.update(kept)

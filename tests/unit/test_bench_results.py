@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from brokersync_ci.bench_results import REQUIRED, load, performance_page, record, render_page, run_repeated, spread
+from brokersync_ci.bench_results import (
+    REQUIRED,
+    alternating,
+    load,
+    performance_page,
+    record,
+    render_page,
+    run_repeated,
+    spread,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,3 +163,9 @@ def test_results_files_of_one_command_are_credited_in_one_line_with_their_dates(
 
     assert line.count("Measured by") == 1
     assert "on 2026-11-25 01:39 to 2026-11-25 01:43;" in line
+
+
+def test_two_ways_alternate_so_that_neither_always_runs_first_nor_always_right_after_the_other() -> None:
+    assert alternating(("kept", "per_call"), 3) == [
+        "kept", "per_call", "per_call", "kept", "kept", "per_call"
+    ]  # fmt: skip

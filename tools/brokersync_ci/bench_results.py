@@ -23,7 +23,7 @@ import shlex
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,13 @@ def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callab
     if len(runs) == 1:
         return runs[0]
     return {**runs[0], "runs": runs, "spread": spread(runs)}
+
+
+def alternating(ways: Sequence[str], waves: int) -> list[str]:
+    """``waves`` waves of each of two ways in the order A, B, B, A, A, B, ...: neither way always
+    runs first, nor always right after the other, so a drift of the machine falls on both alike."""
+    first, second = ways
+    return [first if index % 4 in (0, 3) else second for index in range(2 * waves)]
 
 
 def spread(runs: list[Mapping[str, Any]]) -> dict[str, Any]:
