@@ -1,12 +1,14 @@
-"""What one removal call costs the purge and the DR broker, with its connection kept or opened for it.
+"""What one removal call costs the purge and the DR broker, with its connection kept or opened for it, and
+how long it takes with TCP's acknowledgements sent at once or delayed.
 
 The sync bench runs the whole pair on two shared cores, and its run-to-run spread (the primary
 broker alone moved by a fifth in one sitting) is larger than a connection per call is worth.
 This bench isolates the call: a real DR broker, and the remover as the purge runs it, making
 the calls a purge round makes (one per queue with keys: ``--ids-per-call`` consumed messages
 to remove, beside as many that stay), in waves that alternate the remover keeping its
-connection (:meth:`SelectorRemover.keeping_connections`, decision 0051) and opening one per
-call, as before. It reports, per call, the CPU of this process (the remover and stomp.py's
+connection (:meth:`SelectorRemover.keeping_connections`, decision 0051), opening one per
+call, as before, and keeping it with the kernel's delayed acknowledgements, as before decision
+0052 (``RemoverSettings.quick_acks``). It reports, per call, the CPU of this process (the remover and stomp.py's
 receiver thread: nothing else runs here during a wave) and of the DR broker's process, and at
 the end checks that every message that was not to be removed is still on DR, never
 redelivered.
@@ -39,7 +41,13 @@ QUEUE = "BENCH.CONNECTIONS"
 BODY = "x" * 1024
 #: How long a wave's messages may take to be stored on DR.
 FILL_TIMEOUT_S = 120.0
-WAYS = ("kept", "per_call")
+#: Each way the remover is measured: the product's, a connection per call (before 0051), and
+#: the kernel's delayed TCP acknowledgements (before 0052).
+WAYS = {
+    "kept": RemoverSettings(),
+    "per_call": RemoverSettings(keep_connections=False),
+    "kept_delayed_acks": RemoverSettings(quick_acks=False),
+}
 
 
 def bench_topology() -> Topology:
@@ -57,7 +65,7 @@ def _wave(
     wait_until(lambda: queue_depth(dr, QUEUE) >= wanted, FILL_TIMEOUT_S, "the wave's messages on DR")
     ids = [frame.headers["message-id"] for frame in browse(dr, QUEUE, timeout_s=60)][before:]
     removed_ids, kept = ids[0::2], set(ids[1::2])  # every other one: the selector must pick them out
-    remover = SelectorRemover(dr, RemoverSettings(keep_connections=way == "kept"))
+    remover = SelectorRemover(dr, WAYS[way])
     removed = 0
     cpu_before, dr_before, began = time.process_time(), cpu_seconds(dr_pid), time.monotonic()
     with remover.keeping_connections():
@@ -82,7 +90,7 @@ def progress(line: str) -> None:
 
 def measure(waves: int, calls: int, ids_per_call: int) -> dict[str, Any]:
     """``waves`` waves each way on one fresh pair, after one of each not measured, in the order kept,
-    per call, per call, kept, ..."""
+    per call, delayed acks, delayed acks, per call, kept, ..."""
     per: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory(prefix="bench-purge-connections-") as state:
         world = LocalWorld(bench_topology(), Path(state), PORTS)
@@ -94,7 +102,7 @@ def measure(waves: int, calls: int, ids_per_call: int) -> dict[str, Any]:
             stays: set[str] = set()
             for way in WAYS:  # the broker's JIT warms up on a wave of each way, not measured
                 stays |= _wave(dr, dr_pid, way, calls, ids_per_call)[1]
-            for way in bench_results.alternating(WAYS, waves):
+            for way in bench_results.alternating(list(WAYS), waves):
                 figures, kept = _wave(dr, dr_pid, way, calls, ids_per_call)
                 per[way].append(figures)
                 stays |= kept
@@ -114,6 +122,9 @@ def measure(waves: int, calls: int, ids_per_call: int) -> dict[str, Any]:
     for name in ("purge_cpu_ms_per_call", "dr_broker_cpu_ms_per_call"):
         kept, each = result["kept"][name]["median"], result["per_call"][name]["median"]
         result[f"{name}_saved"] = round(each - kept, 3)
+    result["wall_ms_per_call_saved_by_quick_acks"] = round(
+        result["kept_delayed_acks"]["wall_ms_per_call"]["median"] - result["kept"]["wall_ms_per_call"]["median"], 3
+    )
     return result
 
 

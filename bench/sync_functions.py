@@ -39,6 +39,8 @@ ENV_QUEUE_WORKERS = "BROKERSYNC_BENCH_QUEUE_WORKERS"
 ENV_RELAY_READ_PAUSE_MS = "BROKERSYNC_BENCH_RELAY_READ_PAUSE_MS"
 #: "1": the purge opens a DR connection per removal call (``--purge-connection-per-call``).
 ENV_PURGE_CONNECTION_PER_CALL = "BROKERSYNC_BENCH_PURGE_CONNECTION_PER_CALL"
+#: "1": the purge's connections leave TCP's acknowledgements to the kernel's delay (``--purge-delayed-acks``).
+ENV_PURGE_DELAYED_ACKS = "BROKERSYNC_BENCH_PURGE_DELAYED_ACKS"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -193,6 +195,14 @@ def purge_keeps_connections() -> bool:
     return RemoverSettings().keep_connections and os.environ.get(ENV_PURGE_CONNECTION_PER_CALL) != "1"
 
 
+def purge_quick_acks() -> bool:
+    """Whether the purge's DR connections acknowledge each read at once: the product's unless
+    ``--purge-delayed-acks`` measures the kernel's delayed acknowledgements."""
+    from brokersync.purge.remover import RemoverSettings  # noqa: PLC0415 (the layer is on the path only now)
+
+    return RemoverSettings().quick_acks and os.environ.get(ENV_PURGE_DELAYED_ACKS) != "1"
+
+
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
     """The relay as its scheduled function runs it: built as the function builds it (its statistics
     reads and its capture audit, written per batch and checked per invocation), its settings,
@@ -261,7 +271,10 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         """
 
         def __init__(self, connector: StompConnector) -> None:
-            super().__init__(connector, RemoverSettings(keep_connections=purge_keeps_connections()))
+            super().__init__(
+                connector,
+                RemoverSettings(keep_connections=purge_keeps_connections(), quick_acks=purge_quick_acks()),
+            )
             self.removed_at: dict[str, float] = {}
             self._lock = threading.Lock()  # a round's queues remove side by side
             self.tally = {

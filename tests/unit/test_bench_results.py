@@ -169,3 +169,9 @@ def test_two_ways_alternate_so_that_neither_always_runs_first_nor_always_right_a
     assert alternating(("kept", "per_call"), 3) == [
         "kept", "per_call", "per_call", "kept", "kept", "per_call"
     ]  # fmt: skip
+
+
+def test_three_ways_go_there_and_back_so_that_each_runs_as_often_first_last_and_in_between() -> None:
+    assert alternating(("a", "b", "c"), 4) == [
+        "a", "b", "c", "c", "b", "a", "a", "b", "c", "c", "b", "a"
+    ]  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import socket
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -20,6 +21,7 @@ from brokersync.broker.stomp_receive import (
     READ_BYTES,
     STOMP_PY_READ,
     STOMP_PY_READ_FRAMES,
+    ack_reads_at_once,
     pace_reads,
     read,
     read_frames,
@@ -283,6 +285,80 @@ def test_a_negative_pause_is_refused() -> None:
 
     with pytest.raises(ValueError, match="0 or more"):
         pace_reads(type("Connection", (), {"transport": transport})(), -0.01)  # type: ignore[arg-type]
+
+
+class _OptionsSocket:
+    """A socket that records the options set on it, or refuses them as a closed one does."""
+
+    def __init__(self, *, refuses: bool = False) -> None:
+        self.options: list[tuple[int, int, int]] = []
+        self.refuses = refuses
+
+    def setsockopt(self, level: int, option: int, value: int) -> None:
+        if self.refuses:
+            raise OSError(9, "Bad file descriptor")
+        self.options.append((level, option, value))
+
+
+def _acking(chunks: list[bytes], *, blocking: bool = True, refuses: bool = False):
+    transport = _transport(chunks, [], blocking=blocking)
+    transport.socket = _OptionsSocket(refuses=refuses)
+    assert ack_reads_at_once(type("Connection", (), {"transport": transport})())  # type: ignore[arg-type]
+    return transport
+
+
+_QUICK_ACK = (socket.IPPROTO_TCP, getattr(socket, "TCP_QUICKACK", -1), 1)
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's (Lambda's) option")
+def test_a_connection_acking_at_once_asks_for_the_acknowledgement_after_every_read() -> None:
+    """Linux clears TCP_QUICKACK as it sees fit: once at connect would not last the connection."""
+    transport = _acking([_wire(1), _wire(2), _wire(3)])
+
+    for _ in range(3):
+        read_frames(transport)
+
+    assert transport.socket.options == [_QUICK_ACK] * 3
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's (Lambda's) option")
+def test_a_tls_read_of_many_records_asks_once() -> None:
+    transport = _acking([_wire(1), _wire(2), _wire(3), b""], blocking=False)
+
+    read_frames(transport)
+
+    assert transport.socket.options == [_QUICK_ACK]
+
+
+def test_a_connection_not_acking_at_once_sets_no_option() -> None:
+    transport = _transport([_wire(1)], [], blocking=True)
+    transport.socket = _OptionsSocket()
+
+    read_frames(transport)
+
+    assert transport.socket.options == []
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's (Lambda's) option")
+def test_a_socket_that_refuses_the_option_still_hands_its_frames_over() -> None:
+    """The option only hurries the broker's next frame; a socket closing under the read must not lose this one."""
+    log: list[tuple[object, ...]] = []
+    transport = _acking([_wire(1)], refuses=True)
+    transport.set_listener("z", _Recorder("z", log))
+
+    read_frames(transport)
+
+    assert [entry[3]["ack"] for entry in log if entry[:2] == ("z", "message")] == ["ID:1"]
+
+
+def test_where_the_system_has_no_such_option_nothing_is_asked(monkeypatch) -> None:
+    monkeypatch.delattr(socket, "TCP_QUICKACK", raising=False)
+    transport = _transport([_wire(1)], [], blocking=True)
+    transport.socket = _OptionsSocket()
+
+    assert not ack_reads_at_once(type("Connection", (), {"transport": transport})())  # type: ignore[arg-type]
+    read_frames(transport)
+    assert transport.socket.options == []
 
 
 def _wire(index: int) -> bytes:

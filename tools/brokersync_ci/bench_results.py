@@ -63,10 +63,11 @@ def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callab
 
 
 def alternating(ways: Sequence[str], waves: int) -> list[str]:
-    """``waves`` waves of each of two ways in the order A, B, B, A, A, B, ...: neither way always
-    runs first, nor always right after the other, so a drift of the machine falls on both alike."""
-    first, second = ways
-    return [first if index % 4 in (0, 3) else second for index in range(2 * waves)]
+    """``waves`` waves of each way, in the ways' order and then back (A, B, B, A, A, B, ...; with
+    three, A, B, C, C, B, A, ...): no way always runs first, nor always right after another, so a
+    drift of the machine falls on all of them alike."""
+    there_and_back = [*ways, *reversed(ways)]
+    return [there_and_back[index % len(there_and_back)] for index in range(len(ways) * waves)]
 
 
 def spread(runs: list[Mapping[str, Any]]) -> dict[str, Any]:

@@ -94,6 +94,7 @@ from stomp.exception import StompException
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector, send_in_one_write
+from brokersync.broker.stomp_receive import ack_reads_at_once
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
@@ -142,6 +143,11 @@ class RemoverSettings:
     #: Whether :meth:`SelectorRemover.keeping_connections` keeps connections at all (False: a
     #: connection per call, as before decision 0051, which the sync bench measures beside it).
     keep_connections: bool = True
+    #: Whether the remover's connections acknowledge (in TCP) each read at once
+    #: (:func:`~brokersync.broker.stomp_receive.ack_reads_at_once`): without it, the DR broker
+    #: held all but the first MESSAGE of a call some 40 ms, every call (decision 0052). False
+    #: only for the bench that measures it.
+    quick_acks: bool = True
 
     def __post_init__(self) -> None:
         if not 200 <= self.selector_bytes <= MAX_HEADER_LINE_BYTES:
@@ -271,7 +277,10 @@ class SelectorRemover:
                     return session
                 session.close()
         inbox = FrameInbox()
-        return _Session(self.connector.connect(inbox, name="brokersync-purge"), inbox)
+        connection = self.connector.connect(inbox, name="brokersync-purge")
+        if self.settings.quick_acks:
+            ack_reads_at_once(connection)
+        return _Session(connection, inbox)
 
     def _release(self, session: _Session, *, clean: bool) -> None:
         """Keep ``session`` for the next call if the call ended cleanly and connections are kept; else close it."""

@@ -17,6 +17,7 @@ import stomp
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.keys import InvalidKeyError
+from brokersync.purge import remover as remover_module
 from brokersync.purge.remover import PurgeInvariantError, RemoverSettings, SelectorRemover
 
 QUEUE = "ORDERS"
@@ -120,7 +121,7 @@ class ScriptedConnector:
         return connection
 
 
-def _remover(script: Callable[[ScriptedConnection, str, list[str]], None], **settings: float) -> SelectorRemover:
+def _remover(script: Callable[[ScriptedConnection, str, list[str]], None], **settings: float | bool) -> SelectorRemover:
     values = {"settle_s": 0.05, "timeout_s": 5.0, "min_group_s": 0.0, **settings}
     return SelectorRemover(ScriptedConnector(script), RemoverSettings(**values))  # type: ignore[arg-type]
 
@@ -375,3 +376,25 @@ def test_a_socket_closed_under_a_send_ends_the_call_as_broker_unavailable_with_n
     assert isinstance(result.error, BrokerUnavailableError)
     assert set(result.removed) == set(ids[: len(result.removed)])  # only the confirmed first group
     assert 0 < len(result.removed) < len(ids)
+
+
+def test_every_connection_the_remover_opens_acknowledges_its_reads_at_once(monkeypatch) -> None:
+    """Else the broker holds all but a call's first MESSAGE for the kernel's 40 ms delayed ACK (decision 0052)."""
+    hurried: list[object] = []
+    monkeypatch.setattr(remover_module, "ack_reads_at_once", hurried.append)
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
+
+    remover.remove(QUEUE, [mid(1)])
+    remover.remove(QUEUE, [mid(2)])
+
+    assert hurried == remover.connector.connections  # type: ignore[attr-defined]
+    assert len(hurried) == 2
+
+
+def test_a_remover_told_not_to_leaves_acknowledgements_to_the_kernel(monkeypatch) -> None:
+    hurried: list[object] = []
+    monkeypatch.setattr(remover_module, "ack_reads_at_once", hurried.append)
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids], quick_acks=False)
+
+    assert remover.remove(QUEUE, [mid(1)]).removed == [mid(1)]
+    assert hurried == []
