@@ -72,13 +72,13 @@ import stomp
 from sync_functions import (
     ENV_LEDGER_SHARDS,
     ENV_PURGE_CONNECTION_PER_CALL,
-    ENV_PURGE_DELAYED_ACKS,
+    ENV_PURGE_TCP_DELAYS,
     ENV_QUEUE_WORKERS,
     ENV_RELAY_READ_PAUSE_MS,
     REGION,
     TABLE,
     purge_keeps_connections,
-    purge_quick_acks,
+    purge_without_tcp_delays,
     queue_workers,
     relay_read_pause_ms,
 )
@@ -548,7 +548,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "queue_workers": queue_workers(),
         "relay_read_pause_ms": relay_read_pause_ms(),
         "purge_keeps_connections": purge_keeps_connections(),
-        "purge_quick_acks": purge_quick_acks(),
+        "purge_without_tcp_delays": purge_without_tcp_delays(),
         "warm_up_s": args.warm_up,
         "tls": args.tls,
         **functions_runtime(),
@@ -698,10 +698,10 @@ def main() -> int:
         "keeping one from round to round",
     )
     parser.add_argument(
-        "--purge-delayed-acks",
+        "--purge-tcp-delays",
         action="store_true",
-        help="the purge's DR connections leave TCP acknowledgements to the kernel's 40 ms delay, as before "
-        "decision 0052, instead of acknowledging each read at once",
+        help="the purge's DR connections leave Nagle's algorithm and the kernel's 40 ms delayed ACK on, as before "
+        "decision 0052",
     )
     parser.add_argument(
         "--dr-memory-mb",
@@ -739,8 +739,8 @@ def main() -> int:
         os.environ[ENV_RELAY_READ_PAUSE_MS] = str(args.relay_read_pause_ms)
     if args.purge_connection_per_call:
         os.environ[ENV_PURGE_CONNECTION_PER_CALL] = "1"
-    if args.purge_delayed_acks:
-        os.environ[ENV_PURGE_DELAYED_ACKS] = "1"
+    if args.purge_tcp_delays:
+        os.environ[ENV_PURGE_TCP_DELAYS] = "1"
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

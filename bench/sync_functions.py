@@ -39,8 +39,8 @@ ENV_QUEUE_WORKERS = "BROKERSYNC_BENCH_QUEUE_WORKERS"
 ENV_RELAY_READ_PAUSE_MS = "BROKERSYNC_BENCH_RELAY_READ_PAUSE_MS"
 #: "1": the purge opens a DR connection per removal call (``--purge-connection-per-call``).
 ENV_PURGE_CONNECTION_PER_CALL = "BROKERSYNC_BENCH_PURGE_CONNECTION_PER_CALL"
-#: "1": the purge's connections leave TCP's acknowledgements to the kernel's delay (``--purge-delayed-acks``).
-ENV_PURGE_DELAYED_ACKS = "BROKERSYNC_BENCH_PURGE_DELAYED_ACKS"
+#: "1": the purge's connections leave Nagle and the delayed ACK on (``--purge-tcp-delays``).
+ENV_PURGE_TCP_DELAYS = "BROKERSYNC_BENCH_PURGE_TCP_DELAYS"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -195,12 +195,12 @@ def purge_keeps_connections() -> bool:
     return RemoverSettings().keep_connections and os.environ.get(ENV_PURGE_CONNECTION_PER_CALL) != "1"
 
 
-def purge_quick_acks() -> bool:
-    """Whether the purge's DR connections acknowledge each read at once: the product's unless
-    ``--purge-delayed-acks`` measures the kernel's delayed acknowledgements."""
+def purge_without_tcp_delays() -> bool:
+    """Whether the purge's DR connections turn off Nagle and the delayed ACK: the product's unless
+    ``--purge-tcp-delays`` measures them left on."""
     from brokersync.purge.remover import RemoverSettings  # noqa: PLC0415 (the layer is on the path only now)
 
-    return RemoverSettings().quick_acks and os.environ.get(ENV_PURGE_DELAYED_ACKS) != "1"
+    return RemoverSettings().no_tcp_delays and os.environ.get(ENV_PURGE_TCP_DELAYS) != "1"
 
 
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
@@ -273,7 +273,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         def __init__(self, connector: StompConnector) -> None:
             super().__init__(
                 connector,
-                RemoverSettings(keep_connections=purge_keeps_connections(), quick_acks=purge_quick_acks()),
+                RemoverSettings(keep_connections=purge_keeps_connections(), no_tcp_delays=purge_without_tcp_delays()),
             )
             self.removed_at: dict[str, float] = {}
             self._lock = threading.Lock()  # a round's queues remove side by side

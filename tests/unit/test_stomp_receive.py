@@ -15,8 +15,8 @@ import stomp.transport
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import brokersync.broker.stomp  # noqa: F401  (installs the loop, as every connection's module does)
 from brokersync.broker import stomp_receive
+from brokersync.broker.stomp import without_tcp_delays  # (importing it installs the loop, as for every connection)
 from brokersync.broker.stomp_receive import (
     READ_BYTES,
     STOMP_PY_READ,
@@ -328,6 +328,18 @@ def test_a_tls_read_of_many_records_asks_once() -> None:
     read_frames(transport)
 
     assert transport.socket.options == [_QUICK_ACK]
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's (Lambda's) option")
+def test_a_connection_without_tcp_delays_writes_at_once_and_acknowledges_every_read_at_once() -> None:
+    transport = _transport([_wire(1), _wire(2)], [], blocking=True)
+    transport.socket = _OptionsSocket()
+
+    without_tcp_delays(type("Connection", (), {"transport": transport})())  # type: ignore[arg-type]
+    read_frames(transport)
+    read_frames(transport)
+
+    assert transport.socket.options == [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), _QUICK_ACK, _QUICK_ACK]
 
 
 def test_a_connection_not_acking_at_once_sets_no_option() -> None:

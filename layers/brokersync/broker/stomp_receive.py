@@ -267,7 +267,7 @@ def ack_reads_at_once(connection: stomp.Connection12) -> bool:
 
 def _ack_at_once(transport: Any) -> None:
     """Ask the kernel to acknowledge what was just read now; a socket that refuses it is left as it is."""
-    sock = transport.socket
+    sock = getattr(transport, "socket", None)
     if sock is None:
         return
     try:

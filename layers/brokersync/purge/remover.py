@@ -93,8 +93,7 @@ import stomp
 from stomp.exception import StompException
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import StompConnector, send_in_one_write
-from brokersync.broker.stomp_receive import ack_reads_at_once
+from brokersync.broker.stomp import StompConnector, send_in_one_write, without_tcp_delays
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
@@ -143,11 +142,12 @@ class RemoverSettings:
     #: Whether :meth:`SelectorRemover.keeping_connections` keeps connections at all (False: a
     #: connection per call, as before decision 0051, which the sync bench measures beside it).
     keep_connections: bool = True
-    #: Whether the remover's connections acknowledge (in TCP) each read at once
-    #: (:func:`~brokersync.broker.stomp_receive.ack_reads_at_once`): without it, the DR broker
-    #: held all but the first MESSAGE of a call some 40 ms, every call (decision 0052). False
-    #: only for the bench that measures it.
-    quick_acks: bool = True
+    #: Whether the remover's connections turn off Nagle's algorithm and TCP's delayed
+    #: acknowledgement (:func:`~brokersync.broker.stomp.without_tcp_delays`): with them, the DR
+    #: broker held all but the first MESSAGE of a call some 40 ms, every call, and a group's
+    #: closes waited as long for the broker's acknowledgement (decision 0052). False only for
+    #: the benches that measure it.
+    no_tcp_delays: bool = True
 
     def __post_init__(self) -> None:
         if not 200 <= self.selector_bytes <= MAX_HEADER_LINE_BYTES:
@@ -278,8 +278,8 @@ class SelectorRemover:
                 session.close()
         inbox = FrameInbox()
         connection = self.connector.connect(inbox, name="brokersync-purge")
-        if self.settings.quick_acks:
-            ack_reads_at_once(connection)
+        if self.settings.no_tcp_delays:
+            without_tcp_delays(connection)
         return _Session(connection, inbox)
 
     def _release(self, session: _Session, *, clean: bool) -> None:
@@ -352,16 +352,28 @@ class SelectorRemover:
         limit: float,
     ) -> None:
         opened: list[str] = []
+        subscribes: list[tuple[str, dict[str, str]]] = []
         for batch, selector in group:
             sub_id = f"purge-{next(self._ids)}"
             subscriptions[sub_id] = _Subscription(frozenset(batch), set(batch))
             opened.append(sub_id)
-            connection.subscribe(
-                f"/queue/{queue}",
-                id=sub_id,
-                ack="client",
-                headers={"selector": selector, "activemq.prefetchSize": str(min(self.settings.prefetch, len(batch)))},
+            prefetch = str(min(self.settings.prefetch, len(batch)))
+            subscribes.append(
+                (
+                    "SUBSCRIBE",
+                    {
+                        "destination": f"/queue/{queue}",
+                        "id": sub_id,
+                        "ack": "client",
+                        "selector": selector,
+                        "activemq.prefetchSize": prefetch,
+                    },
+                )
             )
+        # The group's SUBSCRIBEs in one write, as stomp.py would send them one by one: written
+        # apart, Nagle held the second until the broker acknowledged the first, which a broker
+        # with nothing to dispatch for it delays by 40 ms (decision 0052).
+        send_in_one_write(connection, subscribes)
         receipt = f"purge-confirm-{next(self._ids)}"
         errors_before = len(inbox.errors)
         confirmed = False

@@ -44,7 +44,11 @@ class ScriptedTransport:
                 continue
             frame = stomp.utils.parse_frame(chunk)
             commands.append(frame.cmd)
-            if frame.cmd == "ACK":
+            if frame.cmd == "SUBSCRIBE":
+                headers = dict(frame.headers)
+                destination, sub_id, ack = headers.pop("destination"), headers.pop("id"), headers.pop("ack")
+                self.connection.subscribe(destination, sub_id, ack, headers)
+            elif frame.cmd == "ACK":
                 self.connection.ack(frame.headers["id"])
             elif frame.cmd == "UNSUBSCRIBE":
                 receipt = frame.headers.get("receipt")
@@ -66,6 +70,7 @@ class ScriptedConnection:
     ack_frames: int = 0
     unsubscribed: list[str] = field(default_factory=list)
     subscriptions: dict[str, list[str]] = field(default_factory=dict)
+    subscribe_headers: dict[str, dict[str, str]] = field(default_factory=dict)
     dispatched: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     modes: set[str] = field(default_factory=set)
     connected: bool = True
@@ -84,6 +89,7 @@ class ScriptedConnection:
 
     def subscribe(self, destination: str, id: str, ack: str, headers: dict[str, str]) -> None:
         self.modes.add(ack)
+        self.subscribe_headers[id] = {"destination": destination, **headers}
         selected = headers["selector"].removeprefix("JMSMessageID IN (").removesuffix(")")
         ids = [s.strip("'") for s in selected.split(",")]
         self.subscriptions[id] = ids
@@ -217,7 +223,34 @@ def test_the_ack_and_the_unsubscribe_leave_in_one_write_the_ack_first() -> None:
     remover.remove(QUEUE, [mid(1), mid(2)])
 
     connection = remover.connector.connections[0]  # type: ignore[attr-defined]
-    assert connection.transport.writes == [["ACK", "UNSUBSCRIBE"]]
+    assert connection.transport.writes == [["SUBSCRIBE"], ["ACK", "UNSUBSCRIBE"]]
+
+
+def test_a_group_s_subscribes_leave_in_one_write() -> None:
+    """Written apart, Nagle held each after the first until the broker acknowledged it: up to 40 ms (decision 0052)."""
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids], selector_bytes=200)
+
+    result = remover.remove(QUEUE, [mid(n) for n in range(1, 13)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    assert result.subscriptions > 1
+    assert connection.transport.writes[0] == ["SUBSCRIBE"] * result.subscriptions
+    assert sorted(result.removed) == sorted(mid(n) for n in range(1, 13))
+
+
+def test_a_subscribe_carries_what_stomp_py_s_subscribe_would() -> None:
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
+
+    remover.remove(QUEUE, [mid(1)])
+
+    connection = remover.connector.connections[0]  # type: ignore[attr-defined]
+    ((sub_id, ids),) = connection.subscriptions.items()
+    assert ids == [mid(1)] and connection.modes == {"client"}
+    assert connection.subscribe_headers[sub_id] == {
+        "destination": f"/queue/{QUEUE}",
+        "selector": f"JMSMessageID IN ('{mid(1)}')",
+        "activemq.prefetchSize": "1",
+    }
 
 
 def test_a_subscription_that_found_nothing_is_closed_without_an_ack() -> None:
@@ -227,7 +260,7 @@ def test_a_subscription_that_found_nothing_is_closed_without_an_ack() -> None:
 
     connection = remover.connector.connections[0]  # type: ignore[attr-defined]
     assert result.not_found == [mid(1)]
-    assert connection.transport.writes == [["UNSUBSCRIBE"]]
+    assert connection.transport.writes == [["SUBSCRIBE"], ["UNSUBSCRIBE"]]
 
 
 def test_a_subscription_that_found_all_its_ids_is_closed_without_waiting_for_the_others() -> None:
@@ -378,10 +411,10 @@ def test_a_socket_closed_under_a_send_ends_the_call_as_broker_unavailable_with_n
     assert 0 < len(result.removed) < len(ids)
 
 
-def test_every_connection_the_remover_opens_acknowledges_its_reads_at_once(monkeypatch) -> None:
+def test_every_connection_the_remover_opens_turns_tcp_s_delays_off(monkeypatch) -> None:
     """Else the broker holds all but a call's first MESSAGE for the kernel's 40 ms delayed ACK (decision 0052)."""
     hurried: list[object] = []
-    monkeypatch.setattr(remover_module, "ack_reads_at_once", hurried.append)
+    monkeypatch.setattr(remover_module, "without_tcp_delays", hurried.append)
     remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids])
 
     remover.remove(QUEUE, [mid(1)])
@@ -391,10 +424,10 @@ def test_every_connection_the_remover_opens_acknowledges_its_reads_at_once(monke
     assert len(hurried) == 2
 
 
-def test_a_remover_told_not_to_leaves_acknowledgements_to_the_kernel(monkeypatch) -> None:
+def test_a_remover_told_not_to_leaves_tcp_s_delays_on(monkeypatch) -> None:
     hurried: list[object] = []
-    monkeypatch.setattr(remover_module, "ack_reads_at_once", hurried.append)
-    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids], quick_acks=False)
+    monkeypatch.setattr(remover_module, "without_tcp_delays", hurried.append)
+    remover = _remover(lambda c, sub, ids: [c.deliver(sub, m) for m in ids], no_tcp_delays=False)
 
     assert remover.remove(QUEUE, [mid(1)]).removed == [mid(1)]
     assert hurried == []
