@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import StompConnector
+from brokersync.broker.stomp import StompConnector, without_tcp_delays
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.topology import Queue
 
@@ -85,6 +85,7 @@ class QueueBrowser:
         """Every message of ``queue`` (those ``selector`` selects, if given), in queue order."""
         inbox = FrameInbox()
         connection = self.connector.connect(inbox, name=f"brokersync-snapshot-{queue.name}")
+        without_tcp_delays(connection)  # its last frames and the end of browse come at once (decision 0052)
         headers = {"browser": "true", "activemq.prefetchSize": str(self.prefetch)}
         if selector:
             headers["selector"] = selector
