@@ -12,6 +12,7 @@ from brokersync_ci.bench_results import (
     REQUIRED,
     alternating,
     load,
+    measured_changes,
     performance_page,
     record,
     render_page,
@@ -175,3 +176,14 @@ def test_three_ways_go_there_and_back_so_that_each_runs_as_often_first_last_and_
     assert alternating(("a", "b", "c"), 4) == [
         "a", "b", "c", "c", "b", "a", "a", "b", "c", "c", "b", "a"
     ]  # fmt: skip
+
+
+def test_a_changed_results_file_does_not_make_the_measured_code_dirty() -> None:
+    """A series of runs rewrites its results files as it goes; the code under measurement is the same."""
+    assert measured_changes(" M bench/results/purge_connections.json\nA  bench/results/new.json\n") == []
+
+
+def test_any_other_change_does() -> None:
+    changed = " M layers/brokersync/purge/remover.py\nR  bench/results/a.json -> bench/a.json\n"
+
+    assert measured_changes(changed) == ["layers/brokersync/purge/remover.py", "bench/a.json"]

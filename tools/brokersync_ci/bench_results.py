@@ -109,10 +109,21 @@ def machine() -> dict[str, Any]:
 
 
 def commit() -> str:
-    """The commit measured (with ``+dirty`` when the working tree had uncommitted changes)."""
+    """The commit measured (with ``+dirty`` when the working tree had uncommitted changes).
+
+    Results files are what the benches write, not what they measure: a series of runs rewrites
+    them as it goes, and counting them would mark every run after the first dirty.
+    """
     head = _command(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]) or "unknown"
-    dirty = _command(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"])
-    return f"{head}+dirty" if dirty else head
+    changed = _command(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"]) or ""
+    return f"{head}+dirty" if measured_changes(changed) else head
+
+
+def measured_changes(porcelain: str) -> list[str]:
+    """The paths ``git status --porcelain`` lists, but for results files (a rename counts by both names)."""
+    results = RESULTS_DIR.relative_to(ROOT).as_posix() + "/"
+    paths = [p.strip('"') for line in porcelain.splitlines() if line.strip() for p in line[3:].split(" -> ")]
+    return [path for path in paths if not path.startswith(results)]
 
 
 def _from_root(arg: str) -> str:
