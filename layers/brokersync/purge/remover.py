@@ -370,9 +370,9 @@ class SelectorRemover:
                     },
                 )
             )
-        # The group's SUBSCRIBEs in one write, as stomp.py would send them one by one: written
-        # apart, Nagle held the second until the broker acknowledged the first, which a broker
-        # with nothing to dispatch for it delays by 40 ms (decision 0052).
+        # The group's SUBSCRIBEs in one write, each built as stomp.py's subscribe builds it:
+        # written apart, Nagle held the second until the broker acknowledged the first, which a
+        # broker with nothing to dispatch for it delays by up to 40 ms (decision 0052).
         send_in_one_write(connection, subscribes)
         receipt = f"purge-confirm-{next(self._ids)}"
         errors_before = len(inbox.errors)

@@ -85,7 +85,7 @@ class QueueBrowser:
         """Every message of ``queue`` (those ``selector`` selects, if given), in queue order."""
         inbox = FrameInbox()
         connection = self.connector.connect(inbox, name=f"brokersync-snapshot-{queue.name}")
-        without_tcp_delays(connection)  # its last frames and the end of browse come at once (decision 0052)
+        without_tcp_delays(connection)  # a browse waits on the broker's frames, as a removal call does (decision 0052)
         headers = {"browser": "true", "activemq.prefetchSize": str(self.prefetch)}
         if selector:
             headers["selector"] = selector
