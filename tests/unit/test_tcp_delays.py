@@ -16,16 +16,9 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.snapshot.browser import QueueBrowser
 from brokersync.topology import Queue
+from tests.unit.test_stomp_receive import _OptionsSocket
 
 NO_DELAY = (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class _Socket:
-    def __init__(self) -> None:
-        self.options: list[tuple[int, int, int]] = []
-
-    def setsockopt(self, level: int, option: int, value: int) -> None:
-        self.options.append((level, option, value))
 
 
 class _SilentConnection:
@@ -33,7 +26,7 @@ class _SilentConnection:
 
     def __init__(self) -> None:
         self.transport = type("Transport", (), {})()
-        self.transport.socket = _Socket()
+        self.transport.socket = _OptionsSocket()
 
     def subscribe(self, *_args: Any, **_kwargs: Any) -> None: ...
 
