@@ -16,6 +16,7 @@ through ``SSL_CERT_FILE`` (stomp.py's ``load_default_certs``) and ``AWS_CA_BUNDL
 from __future__ import annotations
 
 import contextlib
+import selectors
 import socket
 import ssl
 import subprocess
@@ -86,15 +87,45 @@ def local_tls(directory: Path) -> LocalTls:
     return tls
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    for end in (source, sink):
-        with contextlib.suppress(OSError):
-            end.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            end.close()
+#: How long a relayed connection waits, at most, for the rest of a record or for its peer to take bytes.
+_IO_TIMEOUT_S = 10.0
+#: How often an idle relay looks whether its terminator was closed.
+_STOP_CHECK_S = 0.5
+
+
+def _relay(client: ssl.SSLSocket, upstream: socket.socket, stop: threading.Event) -> None:
+    """Both directions of one connection, in one thread, until either end closes or the terminator stops.
+
+    An :class:`ssl.SSLSocket` is one OpenSSL ``SSL`` object, which OpenSSL lets only one thread
+    use at a time: a thread writing it while another blocks reading it (one pump per direction,
+    as this was first written) failed now and then under load. So one thread waits on both
+    ends and moves whatever either has, and reads the TLS end also while it holds decrypted
+    bytes its socket no longer shows (``pending``).
+    """
+    peers = {client: upstream, upstream: client}
+    try:
+        with selectors.DefaultSelector() as selector:
+            for end in peers:
+                end.settimeout(_IO_TIMEOUT_S)
+                selector.register(end, selectors.EVENT_READ)
+            while not stop.is_set():
+                if client.pending():
+                    ready = [client]
+                else:
+                    ready = [key.fileobj for key, _ in selector.select(timeout=_STOP_CHECK_S)]
+                for source in ready:
+                    chunk = source.recv(65536)
+                    if not chunk:
+                        return
+                    peers[source].sendall(chunk)
+    except OSError:  # ssl.SSLError included: a peer that went away, or a timeout
+        pass
+    finally:
+        for end in peers:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                end.close()
 
 
 class TlsTerminator:
@@ -147,9 +178,7 @@ class TlsTerminator:
         try:
             raw.settimeout(10)
             client = self._context.wrap_socket(raw, server_side=True)
-            client.settimeout(None)
             upstream = socket.create_connection((LOOPBACK, self._backend_port), timeout=10)
-            upstream.settimeout(None)
             # Without these, Nagle's algorithm and delayed ACKs hold each relayed request ~40 ms.
             for end in (client, upstream):
                 end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -157,5 +186,4 @@ class TlsTerminator:
             with contextlib.suppress(OSError):
                 raw.close()
             return
-        threading.Thread(target=_pump, args=(upstream, client), daemon=True).start()
-        _pump(client, upstream)
+        _relay(client, upstream, self._stop)
