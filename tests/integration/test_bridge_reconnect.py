@@ -14,8 +14,8 @@ import pytest
 from ulid import ULID
 
 from brokersync.broker.stomp import StompConnector
+from brokersync_local.restarts import restart_dr
 from brokersync_local.world import LocalWorld
-from tests.integration.broker_restarts import restart_dr
 from tests.integration.stomp_helpers import receive, send
 
 pytestmark = pytest.mark.broker

@@ -19,8 +19,8 @@ from brokersync_local.browsing import browse
 from brokersync_local.errors import PortTakenError
 from brokersync_local.moto_server import PROCESS_MARKER
 from brokersync_local.pids import pid_is_ours
+from brokersync_local.restarts import restart_dr
 from brokersync_local.world import LocalWorld, WorldPorts
-from tests.integration.broker_restarts import restart_dr
 from tests.integration.stomp_helpers import produce, receive, send
 from tests.ports import shifted_ports
 

@@ -38,9 +38,9 @@ from brokersync.purge.remover import RemoverSettings, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings
 from brokersync.topology import Topology, load_topology
 from brokersync_local.browsing import browse
+from brokersync_local.restarts import restart_dr
 from brokersync_local.world import LocalWorld, WorldPorts
 from tests.emptying import empty_pair
-from tests.integration.broker_restarts import restart_dr
 from tests.integration.stomp_helpers import produce, receive
 from tests.ports import shifted_ports
 
