@@ -3,9 +3,8 @@
 ActiveMQ's static discovery doubles its wait after each failed connect, from 1 s up to a cap
 that defaults to 30 s; the rendered connector sets the cap (``tuning.bridge.max_reconnect_delay_ms``).
 The DR broker here stays down past the point where ActiveMQ's own backoff waits 16 s and
-then 30 s, so with a cap below 30 s only the rendered cap brings the bridge back in time
-(the shipped default is ActiveMQ's 30 s, decision 0025). Real brokers, because the backoff
-is the broker's.
+then 30 s, so only the rendered cap (5 s as shipped, decision 0053) brings the bridge back in
+time. Real brokers, because the backoff is the broker's.
 """
 
 from __future__ import annotations
