@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from brokersync_ci.bench_results import (
     REQUIRED,
     alternating,
+    commit,
     load,
     measured_changes,
     performance_page,
@@ -181,6 +183,32 @@ def test_three_ways_go_there_and_back_so_that_each_runs_as_often_first_last_and_
 def test_a_changed_results_file_does_not_make_the_measured_code_dirty() -> None:
     """A series of runs rewrites its results files as it goes; the code under measurement is the same."""
     assert measured_changes(" M bench/results/purge_connections.json\nA  bench/results/new.json\n") == []
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A git checkout with a results file and a module committed."""
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "a.json").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "first"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return tmp_path
+
+
+def test_a_checkout_whose_only_change_is_a_results_file_is_measured_clean(tmp_path: Path) -> None:
+    """The first line of git's status starts with a space when the change is not staged."""
+    checkout = _checkout(tmp_path)
+    (checkout / "bench" / "results" / "a.json").write_text('{"rewritten": true}\n')
+
+    assert not commit(checkout).endswith("+dirty")
+
+
+def test_a_checkout_with_a_changed_module_is_measured_dirty(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    (checkout / "code.py").write_text("x = 2\n")
+
+    assert commit(checkout).endswith("+dirty")
 
 
 def test_any_other_change_does() -> None:

@@ -108,15 +108,31 @@ def machine() -> dict[str, Any]:
     }
 
 
-def commit() -> str:
+def commit(root: Path = ROOT) -> str:
     """The commit measured (with ``+dirty`` when the working tree had uncommitted changes).
 
     Results files are what the benches write, not what they measure: a series of runs rewrites
     them as it goes, and counting them would mark every run after the first dirty.
     """
-    head = _command(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]) or "unknown"
-    changed = _command(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"]) or ""
-    return f"{head}+dirty" if measured_changes(changed) else head
+    head = _command(["git", "-C", str(root), "rev-parse", "--short", "HEAD"]) or "unknown"
+    return f"{head}+dirty" if measured_changes(_porcelain_status(root)) else head
+
+
+def _porcelain_status(root: Path) -> str:
+    """``git status --porcelain`` as git wrote it: each line's status columns are fixed, so its
+    first line keeps its leading space (stripping it made the first path unreadable, and every
+    run that followed a changed results file came out dirty)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout
 
 
 def measured_changes(porcelain: str) -> list[str]:
