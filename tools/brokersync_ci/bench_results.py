@@ -115,24 +115,8 @@ def commit(root: Path = ROOT) -> str:
     them as it goes, and counting them would mark every run after the first dirty.
     """
     head = _command(["git", "-C", str(root), "rev-parse", "--short", "HEAD"]) or "unknown"
-    return f"{head}+dirty" if measured_changes(_porcelain_status(root)) else head
-
-
-def _porcelain_status(root: Path) -> str:
-    """``git status --porcelain`` as git wrote it: each line's status columns are fixed, so its
-    first line keeps its leading space (stripping it made the first path unreadable, and every
-    run that followed a changed results file came out dirty)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout
+    changed = _command(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]) or ""
+    return f"{head}+dirty" if measured_changes(changed) else head
 
 
 def measured_changes(porcelain: str) -> list[str]:
@@ -328,7 +312,8 @@ def _command(argv: list[str], *, stderr: bool = False) -> str | None:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    text = (done.stderr if stderr else done.stdout).strip()
+    # Only the end: a first line's leading space can be data (git's porcelain status columns).
+    text = (done.stderr if stderr else done.stdout).rstrip()
     return text or None
 
 
