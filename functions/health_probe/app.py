@@ -1,4 +1,4 @@
-"""Scheduled health probe (every minute, both regions): risk windows, roles, a stale primary, forwarding connectors.
+"""Scheduled health probe (every minute, both regions): risk windows, roles, a stale primary, configurations.
 
 A thin adapter over :mod:`brokersync.health`: it measures, emits the figures as metrics
 (what it cannot measure is left out, so the alarms read it as breaching) and returns the
@@ -56,7 +56,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if report.stale_primaries and AUTO_FAILBACK_ARN:
         result["failback"] = start_failback_once(boto3.client("stepfunctions"), AUTO_FAILBACK_ARN, report.epoch)
         logger.warning("stale primary: failback started", broker=report.stale_primaries, execution=result["failback"])
-    if report.unmeasured or report.stale_primaries or report.forwarding_connectors:
+    if report.unmeasured or report.stale_primaries or report.forwarding_connectors or report.configuration_drift:
         logger.warning("health probe", report=result)
     else:
         logger.info("health probe", report=result)

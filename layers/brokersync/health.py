@@ -20,6 +20,10 @@ from scratch each time:
   configuration of a broker in this region that may forward a synced queue, a copy queue or
   BrokerSync's own (added to the running broker: ``brokersync render`` refuses one), whose
   forwarded messages would count as consumed;
+* **configuration drift**: a broker in this region whose current configuration is not what
+  ``brokersync apply-config`` would make of it for the role the record gives it (a queue added
+  to the topology and never applied, or applied and never rebooted onto, is neither copied nor
+  captured, and the other checks cannot tell that from a quiet queue);
 * the **DR queues' reach**: how full each synced queue's memory limit is on the DR broker.
   ActiveMQ stops paging a queue in at 70 % of it, and copies behind that point are
   invisible to the purge's selectors, so a backlog that fills it stalls the purge; the alarm
@@ -50,7 +54,7 @@ from brokersync.ledger.base import LedgerStore
 from brokersync.metrics import MetricsSink
 from brokersync.render.connectors import forwarding_connectors
 from brokersync.render.document import parse_configuration
-from brokersync.render.inspect import runs_primary_configuration
+from brokersync.render.inspect import configuration_drift, runs_primary_configuration
 from brokersync.render.safety import unsafe_settings
 from brokersync.roles import RoleStore, apply_roles, roles_here
 from brokersync.topology import Broker, Queue, Topology
@@ -78,6 +82,8 @@ RETURN_BACKLOG_TOTAL = "ReturnCopyBacklog"
 FORWARDING_CONNECTORS = "ForwardingConnectors"
 #: Brokers of this region whose configuration holds a setting brokersync.render.safety refuses.
 UNSAFE_BROKER_SETTINGS = "UnsafeBrokerSettings"
+#: Brokers of this region whose current configuration is behind the topology for their role.
+CONFIGURATION_DRIFT = "ConfigurationDrift"
 #: Where the alarm on it fires: below the high-water mark, before the purge stalls.
 DR_QUEUE_MEMORY_ALARM_PERCENT = 60
 #: Where the alarm on the broker's memory fires, before it is full.
@@ -124,6 +130,10 @@ class HealthReport:
     #: Per broker of this region, the settings of its configuration under which capture records
     #: what was not consumed, or nothing (brokersync.render.safety; None: configurations not read).
     unsafe_settings: dict[str, list[str]] | None = None
+    #: Per broker of this region whose current configuration is not what ``apply-config`` would
+    #: make of it for its role: the lines that would change (None: configurations not read).
+    #: A stale primary is reported as such, not here.
+    configuration_drift: dict[str, list[str]] | None = None
     #: What could not be measured, and why.
     unmeasured: dict[str, str] = field(default_factory=dict)
 
@@ -262,16 +272,28 @@ class HealthProbe:
             report.unmeasured["stalePrimary"] = f"{dr.name}: {e}"
 
     def _configurations(self, topology: Topology, report: HealthReport, read: Callable[[str], str]) -> None:
-        """What a render would have refused, found in the configurations this region's brokers run."""
+        """In the configurations this region's brokers run: what a render refuses, what apply-config would change."""
         found: dict[str, dict[str, list[str]]] = {}
         unsafe: dict[str, list[str]] = {}
+        drift: dict[str, list[str]] = {}
         for broker in filter(self._here, topology.brokers):
             try:
-                root = parse_configuration(read(broker.name))
+                document = read(broker.name)
+                root = parse_configuration(document)
                 forwarding = forwarding_connectors(root, topology)
             except (BrokerSyncError, KeyError, BotoCoreError, ClientError) as e:
                 report.unmeasured["forwardingConnectors"] = f"{broker.name}: {e}"
                 return
+            if broker.name not in report.stale_primaries:
+                role = "primary" if broker.name == topology.primary.name else "dr"
+                try:
+                    changes = configuration_drift(document, topology, role)
+                except BrokerSyncError as e:
+                    report.unmeasured["configurationDrift"] = f"{broker.name}: {e}"
+                    changes = []
+                if changes:
+                    logger.warning("%s runs a configuration behind the topology for %s: %s", broker.name, role, changes)
+                    drift[broker.name] = changes
             if forwarding:
                 found[broker.name] = forwarding
             reasons = unsafe_settings(root, topology)
@@ -281,6 +303,8 @@ class HealthProbe:
                 unsafe[broker.name] = reasons
         report.forwarding_connectors = found
         report.unsafe_settings = unsafe
+        if "configurationDrift" not in report.unmeasured:
+            report.configuration_drift = drift
 
 
 def emit(report: HealthReport, metrics: MetricsSink) -> None:
@@ -293,6 +317,8 @@ def emit(report: HealthReport, metrics: MetricsSink) -> None:
         metrics.add_metric(FORWARDING_CONNECTORS, "Count", forwarding)
     if report.unsafe_settings is not None:
         metrics.add_metric(UNSAFE_BROKER_SETTINGS, "Count", len(report.unsafe_settings))
+    if report.configuration_drift is not None:
+        metrics.add_metric(CONFIGURATION_DRIFT, "Count", len(report.configuration_drift))
     if "purgeLoop" not in report.unmeasured:
         metrics.add_metric(PURGE_LOOP_HEALTHY, "Count", 0 if report.purge_loop_running is False else 1)
     if report.bridge_connected is not None:

@@ -11,6 +11,7 @@ from brokersync.broker.statistics import BrokerStats, QueueStats, StatisticsSnap
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.health import (
     BRIDGE_CONNECTED,
+    CONFIGURATION_DRIFT,
     DR_BROKER_MEMORY_PERCENT,
     DR_QUEUE_MEMORY_PERCENT,
     DUPLICATE_WINDOW_SECONDS,
@@ -349,3 +350,73 @@ def test_brokers_running_what_brokersync_rendered_have_advisories_on(
     emit(probe.probe(), metrics)
 
     assert metrics.values[UNSAFE_BROKER_SETTINGS] == [0]
+
+
+def _with_queue(topology: Topology, name: str) -> Topology:
+    data = topology.model_dump(mode="json")
+    data["queues"].append({**data["queues"][0], "name": name})
+    return Topology.model_validate(data)
+
+
+def test_brokers_running_what_apply_config_renders_for_their_role_have_no_drift(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(
+        topology, control_records, Outflows({}), documents={"orders-usw2": render_configuration(topology, "dr")}
+    )
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.configuration_drift == {}
+    assert metrics.values[CONFIGURATION_DRIFT] == [0]
+
+
+def test_a_queue_added_to_the_topology_and_never_applied_is_configuration_drift(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    """Its copies and its advisories need the broker's configuration: nothing else tells it from a quiet queue."""
+    grown = _with_queue(topology, "INVOICES")
+    documents = {"orders-use1": render_configuration(topology, "primary")}
+    probe, _ = _probe(grown, control_records, Outflows({}), region="us-east-1", documents=documents)
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.configuration_drift is not None
+    assert list(report.configuration_drift) == ["orders-use1"]
+    assert any("+" in line and 'name="INVOICES"' in line for line in report.configuration_drift["orders-use1"])
+    assert metrics.values[CONFIGURATION_DRIFT] == [1]
+
+
+def test_a_configuration_in_another_layout_is_not_drift(topology: Topology, control_records: ControlRecords) -> None:
+    """Amazon MQ may store a revision with other spacing; only what apply-config would change counts."""
+    spaced = render_configuration(topology, "dr").replace("><", ">\n\n   <").replace('" ', '"  ')
+    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": spaced})
+
+    assert probe.probe().configuration_drift == {}
+
+
+def test_an_old_primary_back_is_stale_not_drift(topology: Topology, control_records: ControlRecords) -> None:
+    RoleStore(control_records).write(RoleAssignment.initial(topology).swapped("FAILOVER exec-1"))
+    documents = {"orders-use1": render_configuration(topology, "primary")}
+    probe, _ = _probe(topology, control_records, Outflows({}), region="us-east-1", documents=documents)
+
+    report = probe.probe()
+
+    assert (report.stale_primaries, report.configuration_drift) == (["orders-use1"], {})
+
+
+def test_an_unreadable_configuration_leaves_the_drift_figure_out(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": "<not xml"})
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.configuration_drift is None
+    assert CONFIGURATION_DRIFT not in metrics.values
