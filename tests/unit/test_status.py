@@ -183,3 +183,39 @@ def test_a_queue_consumed_on_dr_without_a_purge_loop_in_the_primarys_region_is_b
 
     expected = "no purge loop runs in the primary's region us-east-1, yet CARTS is consumed on DR"
     assert any(expected in p for p in status.problems)
+
+
+def test_an_old_primary_running_its_primary_configuration_is_broken_and_says_to_fail_back(topology: Topology) -> None:
+    health = {"stale_primaries": ["orders-use1"], "queues": {}}
+    status = PairStatus("orders-usw2", "orders-use1", 4, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == [
+        "orders-use1 runs the primary configuration though the role record calls it DR (an old primary back): "
+        "it copies to its peer; run the failback, which rejoins it as DR"
+    ]
+
+
+def test_a_configuration_behind_the_topology_degrades_the_pair_and_names_the_command(topology: Topology) -> None:
+    drift = {"orders-use1": ['+        <compositeQueue name="INVOICES" forwardOnly="false">', "+  <forwardTo>"]}
+    health = {"configuration_drift": drift, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == []
+    (warning,) = status.warnings
+    assert warning.startswith("orders-use1 runs a configuration behind the topology (2 lines differ, first: +")
+    assert 'name="INVOICES"' in warning
+    assert warning.endswith("brokersync apply-config --role primary --reboot")
+
+
+def test_configurations_that_cannot_be_read_are_one_warning(topology: Topology) -> None:
+    unread = {"stalePrimary": "orders-use1: AccessDenied", "forwardingConnectors": "orders-use1: AccessDenied"}
+    health = {"unmeasured": unread, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.warnings == ["broker configurations not read: orders-use1: AccessDenied"]

@@ -12,6 +12,13 @@ unreadable, the bridge down while the DR broker answers, no purge loop in the DR
 relay not draining); 3 degraded (protection impaired by something that BrokerSync catches up
 with once it is back: the DR broker unreachable, so copies wait in the primary's outflow; a
 window above its target; an alarm firing; a region's replica behind or unreachable).
+
+Each broker's current configuration is read through Amazon MQ, as the health probe reads
+it: a broker the role record calls DR that runs the primary's (an old primary back), a
+network connector of the customer's that may forward what BrokerSync counts on, or a
+setting under which capture records what was not consumed is broken; a configuration
+behind the topology for the broker's role (``apply-config`` not run, or not rebooted onto)
+is degraded, with the first lines that differ.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from brokersync.broker.statistics import CURSOR_HIGH_WATER_PERCENT, StatisticsClient
 from brokersync.broker.stomp import BrokerCredentials, StompConnector
+from brokersync.config import ENV_BROKER_IDS
 from brokersync.exceptions import BrokerSyncError
+from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.steps import TransitionStore
 from brokersync.health import (
     DR_BROKER_MEMORY_ALARM_PERCENT,
@@ -48,6 +57,10 @@ HEALTHY, BROKEN, DEGRADED = 0, 1, 3
 #: three of its schedules means it is not draining: the relay-stalled alarm's three periods.
 RELAY_STALLED_S = 180.0
 VERDICTS = {HEALTHY: "healthy", BROKEN: "broken", DEGRADED: "degraded"}
+#: The probe's figures that come from the brokers' configurations: unread, they are one warning.
+CONFIGURATION_FIGURES = ("stalePrimary", "forwardingConnectors", "configurationDrift")
+#: Lines of a drifted configuration shown per broker (the probe's log has them all).
+DRIFT_LINES_SHOWN = 3
 #: A region that does not answer within this is reported unreachable (it may be the one lost).
 REGION_CLIENT = Config(connect_timeout=3, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"})
 
@@ -213,6 +226,7 @@ class StatusReader:
             statistics=lambda broker: StatisticsClient(self.connector(broker)),
             oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(self.connector(broker), queue),
             region=None,  # read-only: the CLI plays no role
+            configuration=self._configuration(region),
         )
         try:
             report = probe.probe()
@@ -220,6 +234,16 @@ class StatusReader:
             return {"unmeasured": {"probe": str(e)}}
         depths, relay = self._dr_depths(report), self._relay(report)  # each may add to report.unmeasured
         return {**report.as_dict(), "dr_depth": depths, "relay": relay}
+
+    def _configuration(self, region: str) -> Callable[[str], str]:
+        """A broker's current configuration by name, from Amazon MQ in the broker's own region."""
+        control = BrokerControl.for_topology(
+            self.client("mq", region),
+            self.topology,
+            json.loads(os.environ.get(ENV_BROKER_IDS) or "{}"),
+            regional=lambda broker_region: self.client("mq", broker_region),
+        )
+        return lambda name: control.current_document(name)[2]
 
     def _relay(self, report: HealthReport) -> dict[str, Any] | None:
         """The relay's liveness: advisories waiting on the primary's BROKERSYNC.CONSUMED and the oldest one's age."""
@@ -262,11 +286,8 @@ class StatusReader:
 
     def _judge_health(self, status: PairStatus) -> None:
         health = status.health or {}
-        for what, why in (health.get("unmeasured") or {}).items():
-            if what == "lossWindow":
-                status.problems.append(f"the primary cannot be read: {why}")
-            elif what not in ("drDepth", "drMemory"):  # the DR broker unread: said below, with what it means
-                status.warnings.append(f"{what} not measured: {why}")
+        _judge_unmeasured(status, health.get("unmeasured") or {})
+        self._judge_configurations(status, health)
         dr_down = (health.get("unmeasured") or {}).get("drDepth")
         if dr_down:
             status.warnings.append(
@@ -306,6 +327,41 @@ class StatusReader:
                 f"the DR broker uses {broker_memory}% of its own memory; when it is full every queue on it stops "
                 "paging in and the purge stalls (a larger DR broker, or smaller tuning.dr.memory_limit_mb)"
             )
+
+    def _judge_configurations(self, status: PairStatus, health: dict[str, Any]) -> None:
+        """What the brokers' current configurations say, as the health probe's alarms say it."""
+        for broker in health.get("stale_primaries") or []:
+            status.problems.append(
+                f"{broker} runs the primary configuration though the role record calls it DR (an old primary "
+                "back): it copies to its peer; run the failback, which rejoins it as DR"
+            )
+        for broker, connectors in (health.get("forwarding_connectors") or {}).items():
+            for connector, queues in connectors.items():
+                status.problems.append(
+                    f"{broker}: your network connector {connector} may forward {', '.join(queues)}: what it "
+                    "forwards counts as consumed (exclude them, then apply-config; see the forwarding-connector alarm)"
+                )
+        for broker, reasons in (health.get("unsafe_settings") or {}).items():
+            status.problems.extend(f"{broker}: {reason}" for reason in reasons)
+        roles = {status.primary: "primary", status.dr: "dr"}
+        for broker, lines in (health.get("configuration_drift") or {}).items():
+            shown = "; ".join(line.strip() for line in lines[:DRIFT_LINES_SHOWN])
+            status.warnings.append(
+                f"{broker} runs a configuration behind the topology ({len(lines)} lines differ, first: {shown}): "
+                f"brokersync apply-config --role {roles.get(broker, '<role>')} --reboot"
+            )
+
+
+def _judge_unmeasured(status: PairStatus, unmeasured: dict[str, str]) -> None:
+    """What the probe could not measure; the DR broker unread is said apart, with what it means."""
+    for what, why in unmeasured.items():
+        if what == "lossWindow":
+            status.problems.append(f"the primary cannot be read: {why}")
+        elif what in CONFIGURATION_FIGURES:
+            status.warnings.append(f"broker configurations not read: {why}")
+        elif what not in ("drDepth", "drMemory"):
+            status.warnings.append(f"{what} not measured: {why}")
+    status.warnings = list(dict.fromkeys(status.warnings))
 
 
 def _judge(status: PairStatus) -> PairStatus:

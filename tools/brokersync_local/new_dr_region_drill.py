@@ -97,6 +97,7 @@ class NewDrRegionDrill(RegionLossDrill):
         self.topology = self.world.topology
         self.connectors[THIRD_BROKER] = StompConnector(self.topology.broker("primary").stomp)
         ids = register_brokers(self.topology.swapped(), self.world.endpoint, survivor)
+        self.broker_ids = ids
 
         self.phase = f"re-pair: ledger replica and stack in {THIRD_REGION}, {survivor}'s stack updated"
         self.stacks[THIRD_REGION] = self._deploy_stack(THIRD_REGION, survivor, ids)

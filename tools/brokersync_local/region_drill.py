@@ -73,6 +73,8 @@ class RegionLossDrill(Drill):
         endpoint = self.world.endpoint
         aws_environment(endpoint, self.home)
         ids = register_brokers(self.topology, endpoint, self.home)
+        #: moto's broker ids, which an operator's topology would carry as each broker's id.
+        self.broker_ids = ids
         self.stacks: dict[str, dict[str, str]] = {}
         for region, peer in ((self.home, self.away), (self.away, self.home)):
             self.stacks[region] = deploy(
@@ -135,7 +137,8 @@ class RegionLossDrill(Drill):
         """``brokersync ARGS --pair local`` run to its end in ``region``'s shell.
 
         The CLI is given what an operator's shell has: an endpoint (AWS's, here the local one),
-        a region, credentials, and the stack's topology file; locally also moto's broker ids.
+        a region, credentials, and the stack's topology file; locally also moto's broker ids (``ids``, else
+        the ones registered at deploy), where an operator's topology holds the real ones.
         """
         env = {
             **os.environ,
@@ -146,6 +149,7 @@ class RegionLossDrill(Drill):
             "AWS_SECRET_ACCESS_KEY": "local",
             "BROKERSYNC_TOPOLOGY": str(self.world.state_dir / f"stack-{region}" / "topology.local.yaml"),
         }
+        ids = ids if ids is not None else getattr(self, "broker_ids", None)
         if ids is not None:
             env["BROKERSYNC_BROKER_IDS"] = json.dumps(ids)
         return subprocess.run(  # our own CLI, our own interpreter
