@@ -118,6 +118,9 @@ class HealthReport:
     queues: dict[str, QueueHealth] = field(default_factory=dict)
     #: Every outflow on the primary has a consumer: the bridge to DR is connected (None: unmeasured).
     bridge_connected: bool | None = None
+    #: Queues whose outflow the primary does not have at all: its configuration (which declares
+    #: every outflow) does not copy them, so they are not copied, bridge or no bridge.
+    missing_outflows: list[str] = field(default_factory=list)
     #: This region holds the DR role and its purge loop runs (None: not DR here, or not measured).
     purge_loop_running: bool | None = None
     #: The DR broker's own memory in percent of its limit; full stalls every queue (None: unmeasured).
@@ -227,6 +230,7 @@ class HealthProbe:
         try:
             stats = self.statistics(topology.primary).queue_stats(list(outflows))
             report.bridge_connected = all(o in stats and stats[o].consumer_count > 0 for o in outflows)
+            report.missing_outflows = [q.name for o, q in outflows.items() if o not in stats]
             now_ms = int(self.clock() * 1000)
             for outflow, queue in outflows.items():
                 health = report.queues[queue.name]

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from brokersync_local.world import WorldPorts
 from tests.e2e.operator_pair import OperatorPair, operator_pair
@@ -45,6 +46,27 @@ def test_status_of_a_healthy_pair_exits_0_and_names_the_roles(pair: OperatorPair
     assert (code, status["verdict"], status["problems"], status["warnings"]) == (0, "healthy", [], [])
     assert (status["primary"], status["dr"]) == ("orders-use1", "orders-usw2")
     assert status["health"]["relay"]["advisories_waiting"] == 0
+
+
+def test_a_queue_added_to_the_topology_and_not_applied_is_named_as_not_copied_with_the_commands(
+    pair: OperatorPair, tmp_path: Path
+) -> None:
+    """The operator edited the topology and has not run apply-config: neither broker runs what it says."""
+    grown = pair.topology.model_dump(mode="json")
+    grown["queues"].append({**grown["queues"][0], "name": "INVOICES"})
+    edited = tmp_path / "topology.yaml"
+    edited.write_text(yaml.safe_dump(grown), encoding="utf-8")
+
+    code, status = pair.cli(AWAY, "status", "--json", "--topology", str(edited))
+
+    assert code == 1, status
+    assert any(
+        p.startswith("INVOICES is not copied: the primary orders-use1 has no outflow") for p in status["problems"]
+    )
+    behind = [w for w in status["warnings"] if " runs a configuration behind the topology " in w]
+    assert sorted(w.split(" ")[0] for w in behind) == ["orders-use1", "orders-usw2"], status["warnings"]
+    assert all("INVOICES" in w for w in behind), behind
+    assert any(w.endswith("brokersync apply-config --role primary --reboot") for w in behind), behind
 
 
 def test_a_failover_plan_changes_nothing_on_either_broker_or_in_either_regions_records(pair: OperatorPair) -> None:

@@ -420,3 +420,28 @@ def test_an_unreadable_configuration_leaves_the_drift_figure_out(
 
     assert report.configuration_drift is None
     assert CONFIGURATION_DRIFT not in metrics.values
+
+
+class WithoutOutflow(Outflows):
+    """The primary's counters as a broker reports them when its configuration declares no ``Q.DR`` for one queue."""
+
+    def __init__(self, absent: str) -> None:
+        super().__init__({})
+        self.absent = absent
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        return {n: s for n, s in super().queue_stats(names).items() if n != self.absent}
+
+
+def test_a_queue_without_an_outflow_on_the_primary_is_named_and_the_bridge_alarm_still_fires(
+    topology: Topology, control_records: ControlRecords
+) -> None:
+    """Every outflow is declared by the primary's configuration: one missing is a queue that is not copied."""
+    probe, _ = _probe(topology, control_records, WithoutOutflow("PAYMENTS.DR"))
+    metrics = RecordingMetrics()
+
+    report = probe.probe()
+    emit(report, metrics)
+
+    assert report.missing_outflows == ["PAYMENTS"]
+    assert metrics.values[BRIDGE_CONNECTED] == [0]

@@ -219,3 +219,28 @@ def test_configurations_that_cannot_be_read_are_one_warning(topology: Topology) 
     _reader(topology)._judge_health(status)
 
     assert status.warnings == ["broker configurations not read: orders-use1: AccessDenied"]
+
+
+def test_a_drifted_broker_with_a_revision_applied_and_not_rebooted_onto_says_so(topology: Topology) -> None:
+    drift = {"orders-usw2": ['+        <compositeQueue name="INVOICES.DR" forwardOnly="true">']}
+    health = {"configuration_drift": drift, "pending_revisions": {"orders-usw2": 7}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    (warning,) = status.warnings
+    assert "; revision 7 is applied and waits for a reboot): brokersync apply-config --role dr --reboot" in warning
+
+
+def test_a_queue_the_primary_has_no_outflow_for_is_broken_as_not_copied_not_as_a_bridge_down(
+    topology: Topology,
+) -> None:
+    health = {"bridge_connected": False, "missing_outflows": ["INVOICES"], "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.problems == [
+        "INVOICES is not copied: the primary orders-use1 has no outflow for it, so its configuration is behind the "
+        "topology (brokersync apply-config --role dr --reboot, then --role primary --reboot)"
+    ]

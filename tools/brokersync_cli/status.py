@@ -219,6 +219,7 @@ class StatusReader:
     def _health(self, region: str, readable: list[str]) -> dict[str, Any] | None:
         peers = [self.records(r) for r in readable if r != region]
         ledger = dynamodb_ledger(self.table, region=region, host=_endpoint("dynamodb"))
+        control = self._broker_control(region)
         probe = HealthProbe(
             RoleStore(self.records(region), peers),
             self.topology,
@@ -226,24 +227,36 @@ class StatusReader:
             statistics=lambda broker: StatisticsClient(self.connector(broker)),
             oldest_timestamp_ms=lambda broker, queue: oldest_timestamp_ms(self.connector(broker), queue),
             region=None,  # read-only: the CLI plays no role
-            configuration=self._configuration(region),
+            configuration=lambda name: control.current_document(name)[2],
         )
         try:
             report = probe.probe()
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             return {"unmeasured": {"probe": str(e)}}
         depths, relay = self._dr_depths(report), self._relay(report)  # each may add to report.unmeasured
-        return {**report.as_dict(), "dr_depth": depths, "relay": relay}
+        pending = self._pending_revisions(control, sorted(report.configuration_drift or {}))
+        return {**report.as_dict(), "dr_depth": depths, "relay": relay, "pending_revisions": pending}
 
-    def _configuration(self, region: str) -> Callable[[str], str]:
-        """A broker's current configuration by name, from Amazon MQ in the broker's own region."""
-        control = BrokerControl.for_topology(
+    def _broker_control(self, region: str) -> BrokerControl:
+        """Amazon MQ for the pair's brokers, each in its own region, on status's short-leash clients."""
+        return BrokerControl.for_topology(
             self.client("mq", region),
             self.topology,
             json.loads(os.environ.get(ENV_BROKER_IDS) or "{}"),
             regional=lambda broker_region: self.client("mq", broker_region),
         )
-        return lambda name: control.current_document(name)[2]
+
+    def _pending_revisions(self, control: BrokerControl, brokers: list[str]) -> dict[str, int]:
+        """The revision each of ``brokers`` has applied and not yet rebooted onto, where it has one."""
+        pending: dict[str, int] = {}
+        for name in brokers:
+            try:
+                revision = (control.describe(name)["Configurations"].get("Pending") or {}).get("Revision")
+            except (BotoCoreError, ClientError, KeyError):
+                continue
+            if revision is not None:
+                pending[name] = int(revision)
+        return pending
 
     def _relay(self, report: HealthReport) -> dict[str, Any] | None:
         """The relay's liveness: advisories waiting on the primary's BROKERSYNC.CONSUMED and the oldest one's age."""
@@ -293,6 +306,13 @@ class StatusReader:
             status.warnings.append(
                 f"the DR broker {status.dr} cannot be read ({dr_down}): copies wait in the primary's outflow "
                 "until it is back (the loss window grows)"
+            )
+        elif status.sync_running and health.get("missing_outflows"):
+            missing = health["missing_outflows"]
+            status.problems.append(
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not copied: the primary "
+                f"{status.primary} has no outflow for {'it' if len(missing) == 1 else 'them'}, so its configuration "
+                "is behind the topology (brokersync apply-config --role dr --reboot, then --role primary --reboot)"
             )
         elif status.sync_running and health.get("bridge_connected") is False:
             status.problems.append(
@@ -344,11 +364,14 @@ class StatusReader:
         for broker, reasons in (health.get("unsafe_settings") or {}).items():
             status.problems.extend(f"{broker}: {reason}" for reason in reasons)
         roles = {status.primary: "primary", status.dr: "dr"}
+        pending = health.get("pending_revisions") or {}
         for broker, lines in (health.get("configuration_drift") or {}).items():
             shown = "; ".join(line.strip() for line in lines[:DRIFT_LINES_SHOWN])
+            waiting = f"; revision {pending[broker]} is applied and waits for a reboot" if broker in pending else ""
+            command = f"brokersync apply-config --role {roles.get(broker, '<role>')} --reboot"
             status.warnings.append(
-                f"{broker} runs a configuration behind the topology ({len(lines)} lines differ, first: {shown}): "
-                f"brokersync apply-config --role {roles.get(broker, '<role>')} --reboot"
+                f"{broker} runs a configuration behind the topology "
+                f"({len(lines)} lines differ, first: {shown}{waiting}): {command}"
             )
 
 
