@@ -244,3 +244,13 @@ def test_a_queue_the_primary_has_no_outflow_for_is_broken_as_not_copied_not_as_a
         "INVOICES is not copied: the primary orders-use1 has no outflow for it, so its configuration is behind the "
         "topology (brokersync apply-config --role dr --reboot, then --role primary --reboot)"
     ]
+
+
+def test_a_configuration_the_render_refuses_is_said_as_unchecked_drift_not_as_unread(topology: Topology) -> None:
+    unmeasured = {"configurationDrift": "orders-usw2: <fooPlugin> is not allowed by Amazon MQ"}
+    health = {"unmeasured": unmeasured, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert status.warnings == ["configuration drift not checked: orders-usw2: <fooPlugin> is not allowed by Amazon MQ"]

@@ -57,8 +57,8 @@ HEALTHY, BROKEN, DEGRADED = 0, 1, 3
 #: three of its schedules means it is not draining: the relay-stalled alarm's three periods.
 RELAY_STALLED_S = 180.0
 VERDICTS = {HEALTHY: "healthy", BROKEN: "broken", DEGRADED: "degraded"}
-#: The probe's figures that come from the brokers' configurations: unread, they are one warning.
-CONFIGURATION_FIGURES = ("stalePrimary", "forwardingConnectors", "configurationDrift")
+#: The probe's figures read from the brokers' configurations: unread, they are one warning.
+CONFIGURATION_FIGURES = ("stalePrimary", "forwardingConnectors")
 #: Lines of a drifted configuration shown per broker (the probe's log has them all).
 DRIFT_LINES_SHOWN = 3
 #: A region that does not answer within this is reported unreachable (it may be the one lost).
@@ -382,6 +382,8 @@ def _judge_unmeasured(status: PairStatus, unmeasured: dict[str, str]) -> None:
             status.problems.append(f"the primary cannot be read: {why}")
         elif what in CONFIGURATION_FIGURES:
             status.warnings.append(f"broker configurations not read: {why}")
+        elif what == "configurationDrift":  # read, but the topology's role could not be rendered over it
+            status.warnings.append(f"configuration drift not checked: {why}")
         elif what not in ("drDepth", "drMemory"):
             status.warnings.append(f"{what} not measured: {why}")
     status.warnings = list(dict.fromkeys(status.warnings))

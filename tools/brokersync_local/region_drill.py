@@ -178,6 +178,10 @@ class RegionLossDrill(Drill):
         self._copy_store_at_partition("primary", self.topology.dr_name(self.queue))
         self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
+        # Read again before the applications move: with the one at the partition, it tells a copy
+        # that reached DR after that browse (the frozen primary had already written it to the bridge)
+        # from one that was never there (``unexplained_duplicates``).
+        self.facts["on_dr_after_failover"] = self._keys_on(new)
 
     def _after_switch(self) -> None:
         self.world.heal(self.home)
@@ -251,6 +255,7 @@ class RegionLossDrill(Drill):
             self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
         )
         result = super()._counts(old, new)
+        result["unexplained_duplicates"] = self._unexplained_duplicates(old, new)
         result |= {
             "regions": {"lost_and_returned": self.home, "survivor": self.away},
             "relay_overlap_s": round(self._relay_overlap_s(), 3),
@@ -259,6 +264,27 @@ class RegionLossDrill(Drill):
             "purge_loops_running": self._purge_loops(),
         }
         return result
+
+    def _unexplained_duplicates(self, old: str, new: str) -> dict[str, int]:
+        """Duplicates neither on DR at the partition nor in the lost broker's outflow, split by what is known of them.
+
+        The drill's bound says there are none. Should a run find some, this says whether the
+        application had consumed them on the old primary before the partition, and whether DR
+        held their copy once the failover was done (a copy that reached DR after the partition's
+        browse), so that the run explains itself.
+        """
+        partitioned = self.facts.get("partitioned_at")
+        with self.log.lock:
+            consumed = self.log.brokers_consumed_on()
+        duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
+        unexplained = duplicates - self.facts.get("on_dr_at_partition", set()) - self.facts.get("in_bridge_keys", set())
+        before = self.log.consumed_on(old, before=partitioned) if partitioned is not None else set()
+        later_on_dr = self.facts.get("on_dr_after_failover", set())
+        return {
+            "count": len(unexplained),
+            "consumed_on_old_before_partition": len(unexplained & before),
+            "on_dr_after_failover": len(unexplained & later_on_dr),
+        }
 
     def _stop_sync(self) -> None:
         self.workers.stop(log=lambda _m: None)
