@@ -214,7 +214,7 @@ def test_one_probe_reads_each_broker_s_configuration_once(topology: Topology, co
     assert (report.stale_primaries, report.forwarding_connectors) == ([], {})
 
 
-def test_an_unreadable_configuration_leaves_the_forwarding_figure_out(
+def test_an_unreadable_configuration_leaves_the_forwarding_and_drift_figures_out(
     topology: Topology, control_records: ControlRecords
 ) -> None:
     probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": "<not xml"})
@@ -224,7 +224,9 @@ def test_an_unreadable_configuration_leaves_the_forwarding_figure_out(
     emit(report, metrics)
 
     assert "forwardingConnectors" in report.unmeasured
+    assert (report.forwarding_connectors, report.configuration_drift) == (None, None)
     assert FORWARDING_CONNECTORS not in metrics.values
+    assert CONFIGURATION_DRIFT not in metrics.values
 
 
 def test_outside_the_dr_region_the_probe_reads_the_ledger_without_writing(
@@ -407,19 +409,6 @@ def test_an_old_primary_back_is_stale_not_drift(topology: Topology, control_reco
     report = probe.probe()
 
     assert (report.stale_primaries, report.configuration_drift) == (["orders-use1"], {})
-
-
-def test_an_unreadable_configuration_leaves_the_drift_figure_out(
-    topology: Topology, control_records: ControlRecords
-) -> None:
-    probe, _ = _probe(topology, control_records, Outflows({}), documents={"orders-usw2": "<not xml"})
-    metrics = RecordingMetrics()
-
-    report = probe.probe()
-    emit(report, metrics)
-
-    assert report.configuration_drift is None
-    assert CONFIGURATION_DRIFT not in metrics.values
 
 
 class WithoutOutflow(Outflows):
