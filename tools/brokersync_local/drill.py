@@ -60,7 +60,7 @@ from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
 from brokersync_local.drill_risk import RiskSampler, peaks
-from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog
+from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog, duplicates_between
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import read_dead_store
 from brokersync_local.sync import SyncWorkers
@@ -745,7 +745,7 @@ class Drill:
         old_frames = self._frames_on(old) if old_alive else []
         on_old = _keys_of(old_frames)
         consumed_any = set(consumed)
-        duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
+        duplicates = duplicates_between(consumed, old, new)
         lost = produced - consumed_any - on_new - on_old
         result: dict[str, Any] = {
             "mode": settings.mode,

@@ -54,6 +54,11 @@ class TrafficLog:
             }
 
 
+def duplicates_between(consumed: dict[str, set[str]], first: str, second: str) -> set[str]:
+    """Of ``consumed`` (key -> the brokers it was consumed on), the keys consumed on both brokers."""
+    return {key for key, brokers in consumed.items() if {first, second} <= brokers}
+
+
 class _Listener(stomp.ConnectionListener):
     def __init__(self, log: TrafficLog, frames: queue_mod.Queue[stomp.utils.Frame] | None = None) -> None:
         self.log = log

@@ -41,6 +41,7 @@ from brokersync.ledger.base import LedgerStore
 from brokersync.topology import Role, load_topology
 from brokersync_local.deploy import LEDGER_TABLE, PAIR_NAME, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill import Drill, DrillSettings
+from brokersync_local.drill_traffic import duplicates_between
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import copy_store, read_dead_store
 from brokersync_local.regions import TwoRegionWorld
@@ -275,8 +276,7 @@ class RegionLossDrill(Drill):
         """
         partitioned = self.facts.get("partitioned_at")
         with self.log.lock:
-            consumed = self.log.brokers_consumed_on()
-        duplicates = {k for k, brokers in consumed.items() if {old, new} <= brokers}
+            duplicates = duplicates_between(self.log.brokers_consumed_on(), old, new)
         unexplained = duplicates - self.facts.get("on_dr_at_partition", set()) - self.facts.get("in_bridge_keys", set())
         before = self.log.consumed_on(old, before=partitioned) if partitioned is not None else set()
         later_on_dr = self.facts.get("on_dr_after_failover", set())
