@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,13 @@ from brokersync_local.world import WorldPorts
 
 
 def drill(mode: str, topology: Path, base: Path, ports: WorldPorts, **settings: Any) -> dict[str, Any]:
-    """Run ``mode`` in a state directory under ``base`` and return its outcome (the report beside it)."""
+    """Run ``mode`` in a state directory under ``base`` and return its outcome (the report beside it).
+
+    The whole outcome is printed: pytest shows a failing test's output, where an assertion's
+    own message cuts a long dict short, and the report is gone with the test's directory in CI.
+    """
     chosen: dict[str, Any] = {"rate": 200, "duration": 20, "kill_at": 12, "report": base / "report"} | settings
-    return run_drill(
+    outcome = run_drill(
         DrillSettings(
             mode=mode,  # type: ignore[arg-type]
             topology=topology,
@@ -22,3 +27,5 @@ def drill(mode: str, topology: Path, base: Path, ports: WorldPorts, **settings: 
         ),
         out=lambda _line: None,
     )
+    print(json.dumps(outcome, indent=1, default=str))
+    return outcome

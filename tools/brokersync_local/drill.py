@@ -635,6 +635,35 @@ class Drill:
             "relay": self._relay_totals(),
         }
 
+    def _why_pending(self, on_old: set[str], on_new: set[str]) -> dict[str, Any]:
+        """For a settle that ended with keys pending: what a sample of them were.
+
+        Pending with nothing of theirs left to remove is a ledger entry the purge will only
+        resolve at the missing cutoff. Whether the drill sent them, where they were produced and
+        consumed and when, when the ledger says they were consumed (seconds into the drill) and
+        where a copy is now name which path left them, so one failure explains itself.
+        """
+        try:
+            entries = self.ledger.pending(self.queue, limit=SETTLE_COUNT_LIMIT, read_only=True)
+        except BrokerSyncError as e:
+            return {"ledger_unreadable": str(e)}
+        sample = entries[:LEFT_SAMPLE]
+        keys = [entry.key for entry in sample]
+        started_ms = self.timeline.started * 1000
+        ledger_times = [(entry.consumed_at_ms - started_ms) / 1000 for entry in sample]
+        with self.log.lock:
+            sent = sum(1 for key in keys if key in self.log.sent)
+        return {
+            "pending": len(entries),
+            "sampled": len(sample),
+            "sent_by_drill": sent,
+            "on_old_primary": len(on_old.intersection(keys)),
+            "on_new_primary": len(on_new.intersection(keys)),
+            "ledger_consumed_at_s": [round(min(ledger_times), 1), round(max(ledger_times), 1)] if sample else None,
+            "sample": keys[:5],
+            **self._traffic_of(keys, None),
+        }
+
     def _relay_totals(self) -> dict[str, int] | None:
         """The relay workers' running totals (every region's): what they captured of the drill
         queue, parked, drained as the purge's own removals, and the audit's lost advisories (None: no workers)."""
@@ -791,6 +820,8 @@ class Drill:
                 redelivered = _keys_of(f for f in old_frames if f.headers.get("redelivered") == "true")
                 result["left_on_old_primary"] = self._why_left(left, redelivered)
             result["pending_purge_after"] = pending_after
+            if pending_after:
+                result["pending_after_why"] = self._why_pending(on_old, on_new)
             result["purge_settle_s"] = self.facts.get("purge_settle_s")
             result["purge_settle_end"] = self.facts.get("purge_settle_end")
         if settings.mode in ("failback", "region-loss"):
