@@ -7,12 +7,18 @@ flips:
    BrokerSync cannot take a connection away from a broker without a reboot);
 2. every departure the old side counted for the queue has been relayed into the ledger
    (the audit's captured count has reached the broker's dequeue counter);
-3. every key recorded for the queue has been removed on the new side (nothing pending).
+3. every key recorded for the queue has been removed on the new side (nothing pending);
+4. every removal the new side counted for the queue has been drained by its relay (the
+   audit's captured count there has reached that broker's dequeue counter too). The relay
+   judges an advisory by the role record it reads when it drains it: a purge removal still
+   unread at the flip would be judged under the new roles, as the new side's consumption, and
+   recorded, and its key would wait on the old side for a copy that is not there (the
+   application consumed it there) until the missing cutoff, as a pending purge no purge can end.
 
 The old side purges the queue afterwards, so the flip also makes sure a purge loop runs in
 the old side's region (a pair's primary region runs none while it purges nothing).
 
-The move waits for all three, up to its timeout (after which it fails and changes nothing,
+The move waits for all four, up to its timeout (after which it fails and changes nothing,
 unless the old side is lost: see ``MoveContext.old_side_lost``), and then writes the record
 with the queue's new active side. From the loops' next poll the new side's relay records the queue's
 consumption and the old side's purge removes it there. Until a loop has polled, it works
@@ -222,6 +228,23 @@ def messages_on(connector: StompConnector, queue: Queue, message_ids: list[str])
 MessagesOn = Callable[[Broker, Queue, list[str]], set[str]]
 
 
+@dataclass(frozen=True)
+class _Departures:
+    """One broker's figures for a move, per queue: consumers, and dequeues its relay has not read."""
+
+    consumers: dict[str, int]
+    unrelayed: dict[str, int]
+    #: Advisories waiting in the broker's ``BROKERSYNC.CONSUMED``.
+    advisories: int
+    #: Why the broker could not be read ("" when it was).
+    unreadable: str
+
+    @classmethod
+    def none(cls, queues: list[str]) -> _Departures:
+        """The figures of a side that is not read (a lost one): nothing waited for."""
+        return cls(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, "")
+
+
 def _still_waiting(
     ctx: MoveContext,
     unreadable: str,
@@ -230,6 +253,7 @@ def _still_waiting(
     pending: dict[str, int],
     source_pending: dict[str, int],
     beyond_read: list[str],
+    at_target: _Departures,
 ) -> list[str]:
     """What a move that timed out still waits for, in words an operator can act on."""
     waits = []
@@ -238,6 +262,8 @@ def _still_waiting(
             f"{ctx.source} cannot be read ({unreadable}); if its region is lost, start the move again "
             "with oldSideLost (brokersync move-queue --old-side-lost)"
         )
+    if at_target.unreadable:
+        waits.append(f"{ctx.target} cannot be read ({at_target.unreadable})")
     for name in ctx.queues:
         if consumers[name]:
             waits.append(f"{consumers[name]} application consumer(s) still on {name} at {ctx.source}")
@@ -250,6 +276,11 @@ def _still_waiting(
             waits.append(
                 f"{source_pending[name]} consumed keys of {name} still pending in the ledger replica "
                 f"of {ctx.source}'s region (replication between the regions is behind)"
+            )
+        if at_target.unrelayed[name]:
+            waits.append(
+                f"{at_target.unrelayed[name]} removals of {name} from {ctx.target} not yet drained by its relay "
+                f"(is the relay of {ctx.target}'s region running?)"
             )
     return waits
 
@@ -286,23 +317,11 @@ class QueueMove:
         with_lost_side, target_unreadable, not_looked_up = 0, "", {}
         if ctx.old_side_lost:
             with_lost_side, target_unreadable, not_looked_up = self._pending_on_new_side(ctx, keys, pending)
-        consumers = dict.fromkeys(ctx.queues, 0)
-        unrelayed = dict.fromkeys(ctx.queues, 0)
-        advisories, unreadable = 0, ""
-        if not ctx.old_side_lost:
-            try:
-                stats = self.env.statistics(self._broker(ctx.source)).queue_stats([*ctx.queues, CONSUMED_QUEUE])
-            except BrokerUnavailableError as e:
-                unreadable, stats = str(e), {}
-            for name in ctx.queues:
-                queue = stats.get(name)
-                if queue is None:
-                    continue
-                consumers[name] = queue.consumer_count
-                audits = self.env.ledger.backend.audits(name)  # type: ignore[attr-defined]
-                captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
-                unrelayed[name] = max(0, queue.dequeue_count - captured)
-            advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
+        # A lost side is not read: nothing more leaves it, and nothing of it can be relayed now.
+        source = _Departures.none(ctx.queues) if ctx.old_side_lost else self._departures(ctx.source, ctx.queues)
+        consumers, unrelayed, unreadable = source.consumers, source.unrelayed, source.unreadable
+        at_target = self._departures(ctx.target, ctx.queues)
+        target_unreadable = target_unreadable or at_target.unreadable
         # Where the old side's relay wrote the keys: this region's replica may not have them yet
         # (asynchronous replication, no order across items: the audit's captured count can
         # arrive before the keys it counts). A lost side's replica is not read.
@@ -312,16 +331,23 @@ class QueueMove:
         source_pending = at_source.pending if at_source else {}
         if at_source and at_source.unreadable and not unreadable:
             unreadable = f"its region's ledger replica: {at_source.unreadable}"
-        left = sum(consumers.values()) + sum(unrelayed.values()) + sum(pending.values()) + sum(source_pending.values())
+        left = (
+            sum(consumers.values())
+            + sum(unrelayed.values())
+            + sum(pending.values())
+            + sum(source_pending.values())
+            + sum(at_target.unrelayed.values())
+        )
         # Beyond a full read there may be keys whose copies are on the new side (a lost side's
         # stuck keys fill the oldest places): the move waits, up to its timeout, rather than
         # leave them to be delivered again.
-        ready = left == 0 and not unreadable and not beyond_read and not not_looked_up
+        ready = left == 0 and not unreadable and not target_unreadable and not beyond_read and not not_looked_up
         figures = {
             "ready": ready,
             "consumersOnOldSide": sum(consumers.values()),
             "departuresNotRelayed": sum(unrelayed.values()),
-            "advisoriesWaiting": advisories,
+            "removalsNotRelayedOnNewSide": sum(at_target.unrelayed.values()),
+            "advisoriesWaiting": source.advisories,
             "pendingPurge": sum(pending.values()),
             "pendingPurgeInSourceRegion": sum(source_pending.values()),
             "pendingWithLostSide": with_lost_side,
@@ -348,11 +374,38 @@ class QueueMove:
             )
             return figures
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
-            waits = _still_waiting(ctx, unreadable, consumers, unrelayed, pending, source_pending, beyond_read)
+            waits = _still_waiting(
+                ctx, unreadable, consumers, unrelayed, pending, source_pending, beyond_read, at_target
+            )
             raise MoveNotReadyError(
                 f"{', '.join(ctx.queues)} still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
             )
         return figures
+
+    def _departures(self, broker: str, queues: list[str]) -> _Departures:
+        """What ``broker`` counted leaving ``queues`` that its relay has not accounted for yet.
+
+        Every dequeue raises a consumed advisory that the broker's relay either records (an
+        application's consumption) or drains as the purge's removal; both add to the audit's
+        captured count for the broker's incarnation (:mod:`brokersync.capture.audit`). So the
+        dequeue counter less that count is what its relay has still to read.
+        """
+        try:
+            stats = self.env.statistics(self._broker(broker)).queue_stats([*queues, CONSUMED_QUEUE])
+        except BrokerUnavailableError as e:
+            return _Departures(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, str(e))
+        consumers = dict.fromkeys(queues, 0)
+        unrelayed = dict.fromkeys(queues, 0)
+        for name in queues:
+            queue = stats.get(name)
+            if queue is None:
+                continue
+            consumers[name] = queue.consumer_count
+            audits = self.env.ledger.backend.audits(name)  # type: ignore[attr-defined]
+            captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
+            unrelayed[name] = max(0, queue.dequeue_count - captured)
+        advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
+        return _Departures(consumers, unrelayed, advisories, "")
 
     def _pending_on_new_side(
         self, ctx: MoveContext, keys: dict[str, list[PendingKey]], pending: dict[str, int]

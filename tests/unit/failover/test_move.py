@@ -29,15 +29,16 @@ EAST, WEST = "orders-use1", "orders-usw2"
 
 
 class _Broker:
-    """The old side's counters, as the statistics plugin reports them."""
+    """One side's counters, as the statistics plugin reports them."""
 
-    def __init__(self) -> None:
+    def __init__(self, broker_id: str = "ID:east-1", name: str = EAST) -> None:
         self.consumers = 0
         self.dequeued = 0
+        self.broker_id, self.name = broker_id, name
 
     def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
         def stats(name: str, consumers: int, dequeued: int) -> QueueStats:
-            return QueueStats(name, 0, dequeued, dequeued, dequeued, 0, 0, consumers, "ID:east-1", EAST)
+            return QueueStats(name, 0, dequeued, dequeued, dequeued, 0, 0, consumers, self.broker_id, self.name)
 
         return {"CARTS": stats("CARTS", self.consumers, self.dequeued), CONSUMED_QUEUE: stats(CONSUMED_QUEUE, 1, 0)}
 
@@ -75,17 +76,21 @@ def old_side() -> _Broker:
 
 
 @pytest.fixture
+def new_side() -> _Broker:
+    return _Broker("ID:west-1", WEST)
+
+
+@pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(1_000.0)
 
 
 @pytest.fixture
-def move(control_records: ControlRecords, old_side: _Broker, clock: FakeClock) -> QueueMove:
+def move(control_records: ControlRecords, old_side: _Broker, new_side: _Broker, clock: FakeClock) -> QueueMove:
     topology = load_topology(ROOT / "examples" / "active-active.yaml")
 
     def statistics(broker: Broker) -> Any:
-        assert broker.name == EAST, "the drain is read on the side the queue leaves"
-        return old_side
+        return {EAST: old_side, WEST: new_side}[broker.name]
 
     env = FailoverEnvironment(
         topology=topology,
@@ -144,6 +149,37 @@ def test_the_move_waits_for_departures_not_yet_relayed(move: QueueMove, old_side
     assert move.status(ctx)["departuresNotRelayed"] == 3
     move.env.ledger.backend.add_audit("CARTS", "ID:east-1", captured=3)  # type: ignore[attr-defined]
     assert move.status(ctx)["ready"] is True
+
+
+def test_the_move_waits_for_the_new_sides_relay_to_drain_the_purges_removals(
+    move: QueueMove, new_side: _Broker
+) -> None:
+    """A removal advisory still unread at the flip would be judged under the new roles: recorded as
+    consumption on the new side, its key would wait on the old side for a copy that is not there."""
+    new_side.dequeued = 10
+    move.env.ledger.backend.add_audit("CARTS", "ID:west-1", captured=6)  # type: ignore[attr-defined]
+    ctx = move.plan({"queue": "CARTS", "to": WEST})
+    status = move.status(ctx)
+    assert (status["ready"], status["removalsNotRelayedOnNewSide"]) == (False, 4)
+    move.env.ledger.backend.add_audit("CARTS", "ID:west-1", captured=4)  # type: ignore[attr-defined]
+    assert move.status(ctx)["ready"] is True
+
+
+def test_a_move_that_timed_out_on_removals_not_drained_names_the_new_sides_relay(
+    move: QueueMove, new_side: _Broker, clock: FakeClock
+) -> None:
+    new_side.dequeued = 2
+    ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 30})
+    clock.now += 31
+    with pytest.raises(MoveNotReadyError, match=f"2 removals of CARTS from {WEST} not yet drained by its relay"):
+        move.status(ctx)
+
+
+def test_an_unreadable_new_side_keeps_the_move_waiting(move: QueueMove) -> None:
+    lost = _Lost()
+    move.env.statistics = lambda broker: lost if broker.name == WEST else _Broker()  # type: ignore[assignment,misc,return-value]
+    status = move.status(move.plan({"queue": "CARTS", "to": WEST}))
+    assert status["ready"] is False and status["newSideUnreadable"]
 
 
 def test_the_move_waits_for_consumed_keys_still_to_be_removed_on_the_new_side(move: QueueMove) -> None:
@@ -294,9 +330,9 @@ def test_a_role_assignment_moved_back_is_the_pair_level_roles_again() -> None:
 
 
 def test_an_unreadable_old_side_is_waited_for_and_the_timeout_names_the_way_out(
-    move: QueueMove, clock: FakeClock
+    move: QueueMove, clock: FakeClock, new_side: _Broker
 ) -> None:
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    move.env.statistics = lambda broker: _Lost() if broker.name == EAST else new_side  # type: ignore[assignment,misc,return-value]
     ctx = move.plan({"queue": "CARTS", "to": WEST, "timeoutSeconds": 10})
     assert move.status(ctx)["ready"] is False
     clock.now += 11
@@ -330,7 +366,8 @@ def on_new_side() -> _OnNewSide:
 @pytest.fixture
 def lost_move(move: QueueMove, on_new_side: _OnNewSide) -> QueueMove:
     """A move whose old side (orders-use1) cannot be reached, looking on the new side through ``on_new_side``."""
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    new_side = _Broker("ID:west-1", WEST)
+    move.env.statistics = lambda broker: _Lost() if broker.name == EAST else new_side  # type: ignore[assignment,misc,return-value]
     return QueueMove(move.env, messages_on_broker=on_new_side)
 
 
@@ -461,7 +498,8 @@ def test_every_queue_consumed_on_a_lost_broker_moves_back_in_one_execution(move:
     """A region loss of the broker consuming some queues: one move names the broker, not each queue."""
     there = move.env.roles.assignment(move.env.topology).moved("CARTS", WEST, "MOVE CARTS exec-0")
     move.env.roles.write(there)
-    move.env.statistics = lambda broker: _Lost()  # type: ignore[assignment,misc,return-value]
+    east = _Broker()
+    move.env.statistics = lambda broker: _Lost() if broker.name == WEST else east  # type: ignore[assignment,misc,return-value]
 
     ctx = move.plan({"from": WEST, "to": EAST, "oldSideLost": True})
     assert (ctx.queues, ctx.source, ctx.done) == (["CARTS"], WEST, False)
