@@ -240,16 +240,15 @@ class _Departures:
     unreadable: str
 
     @classmethod
-    def none(cls, queues: list[str]) -> _Departures:
-        """The figures of a side that is not read (a lost one): nothing waited for."""
-        return cls(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, "")
+    def none(cls, queues: list[str], unreadable: str = "") -> _Departures:
+        """The figures of a side that was not read (a lost one) or could not be: no count to wait for."""
+        return cls(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, unreadable)
 
 
 def _still_waiting(
     ctx: MoveContext,
     unreadable: str,
-    consumers: dict[str, int],
-    unrelayed: dict[str, int],
+    source: _Departures,
     pending: dict[str, int],
     source_pending: dict[str, int],
     beyond_read: list[str],
@@ -265,10 +264,10 @@ def _still_waiting(
     if at_target.unreadable:
         waits.append(f"{ctx.target} cannot be read ({at_target.unreadable})")
     for name in ctx.queues:
-        if consumers[name]:
-            waits.append(f"{consumers[name]} application consumer(s) still on {name} at {ctx.source}")
-        if unrelayed[name]:
-            waits.append(f"{unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
+        if source.consumers[name]:
+            waits.append(f"{source.consumers[name]} application consumer(s) still on {name} at {ctx.source}")
+        if source.unrelayed[name]:
+            waits.append(f"{source.unrelayed[name]} departures of {name} from {ctx.source} not yet relayed")
         if pending[name]:
             more = "at least " if name in beyond_read else ""
             waits.append(f"{more}{pending[name]} consumed keys of {name} not yet removed from {ctx.target}")
@@ -319,7 +318,7 @@ class QueueMove:
             with_lost_side, target_unreadable, not_looked_up = self._pending_on_new_side(ctx, keys, pending)
         # A lost side is not read: nothing more leaves it, and nothing of it can be relayed now.
         source = _Departures.none(ctx.queues) if ctx.old_side_lost else self._departures(ctx.source, ctx.queues)
-        consumers, unrelayed, unreadable = source.consumers, source.unrelayed, source.unreadable
+        unreadable = source.unreadable
         at_target = self._departures(ctx.target, ctx.queues)
         target_unreadable = target_unreadable or at_target.unreadable
         # Where the old side's relay wrote the keys: this region's replica may not have them yet
@@ -332,8 +331,8 @@ class QueueMove:
         if at_source and at_source.unreadable and not unreadable:
             unreadable = f"its region's ledger replica: {at_source.unreadable}"
         left = (
-            sum(consumers.values())
-            + sum(unrelayed.values())
+            sum(source.consumers.values())
+            + sum(source.unrelayed.values())
             + sum(pending.values())
             + sum(source_pending.values())
             + sum(at_target.unrelayed.values())
@@ -344,8 +343,8 @@ class QueueMove:
         ready = left == 0 and not unreadable and not target_unreadable and not beyond_read and not not_looked_up
         figures = {
             "ready": ready,
-            "consumersOnOldSide": sum(consumers.values()),
-            "departuresNotRelayed": sum(unrelayed.values()),
+            "consumersOnOldSide": sum(source.consumers.values()),
+            "departuresNotRelayed": sum(source.unrelayed.values()),
             "removalsNotRelayedOnNewSide": sum(at_target.unrelayed.values()),
             "advisoriesWaiting": source.advisories,
             "pendingPurge": sum(pending.values()),
@@ -374,9 +373,7 @@ class QueueMove:
             )
             return figures
         if not ready and figures["waitedSeconds"] > ctx.timeout_s:
-            waits = _still_waiting(
-                ctx, unreadable, consumers, unrelayed, pending, source_pending, beyond_read, at_target
-            )
+            waits = _still_waiting(ctx, unreadable, source, pending, source_pending, beyond_read, at_target)
             raise MoveNotReadyError(
                 f"{', '.join(ctx.queues)} still consumed on {ctx.source} after {ctx.timeout_s}s: " + "; ".join(waits)
             )
@@ -393,7 +390,7 @@ class QueueMove:
         try:
             stats = self.env.statistics(self._broker(broker)).queue_stats([*queues, CONSUMED_QUEUE])
         except BrokerUnavailableError as e:
-            return _Departures(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, str(e))
+            return _Departures.none(queues, unreadable=str(e))
         consumers = dict.fromkeys(queues, 0)
         unrelayed = dict.fromkeys(queues, 0)
         for name in queues:
