@@ -791,20 +791,20 @@ def test_after_a_round_longer_than_the_pause_the_next_starts_at_once(
 
     service.run(max_seconds=0.6)
 
-    assert 0.4 <= started[1] - started[0] < 0.6
+    assert 0.4 <= started[1] - started[0] < 0.65  # a pause after the round would make it 0.7
 
 
 def test_rounds_that_read_a_full_batch_follow_each_other_at_once(
     topology_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backlog: more keys wait behind the batch just removed."""
-    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=0.3, batch_keys=10)
+    service, _dr = _holding(topology_path, _consumed(30), hold_partial_s=0, idle_sleep_s=1.0, batch_keys=10)
     started = _rounds_started(service, monkeypatch)
 
-    report = service.run(max_seconds=0.25)
+    report = service.run(max_seconds=0.6)  # shorter than one pause
 
     assert report.purged == 30
-    assert started[3] - started[0] < 0.25  # three full batches, then the round that found the ledger empty
+    assert len(started) >= 4  # three full batches, then the round that found the ledger empty
 
 
 def test_a_round_that_left_keys_pending_is_followed_by_another_at_once(
@@ -812,13 +812,13 @@ def test_a_round_that_left_keys_pending_is_followed_by_another_at_once(
 ) -> None:
     consumed = _consumed(30)
     dr = FakeDR({c.message_id for c in consumed[:20]})  # ten copies not on DR yet
-    service, ledger = _service(topology_path, dr, hold_partial_s=0, idle_sleep_s=0.3)
+    service, ledger = _service(topology_path, dr, hold_partial_s=0, idle_sleep_s=1.0)
     ledger.record("ORDERS", consumed)
     started = _rounds_started(service, monkeypatch)
 
-    service.run(max_seconds=0.25)
+    service.run(max_seconds=0.6)  # shorter than one pause
 
-    assert started[1] - started[0] < 0.25
+    assert len(started) >= 2
 
 
 def test_a_drain_waiting_for_the_purge_is_not_slowed_by_the_pause(topology_path: Path) -> None:
