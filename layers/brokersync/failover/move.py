@@ -42,6 +42,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, Strict, StrictBool, StrictStr, TypeAdapter, ValidationError
 
 from brokersync.broker.stomp import StompConnector
+from brokersync.capture.departures import Departures, read_departures
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.errors import FailoverRequestError, MoveNotReadyError, TransitionConflictError
 from brokersync.failover.steps import DRAIN_COUNT_LIMIT, FailoverEnvironment, pending_in_region
@@ -50,7 +51,7 @@ from brokersync.purge.selectors import selector_batches
 from brokersync.role_gate import DEFAULT_POLL_S
 from brokersync.roles import RoleAssignment, apply_roles
 from brokersync.snapshot.browser import QueueBrowser
-from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
+from brokersync.topology import Broker, Queue, Topology
 
 logger = logging.getLogger(__name__)
 
@@ -228,31 +229,14 @@ def messages_on(connector: StompConnector, queue: Queue, message_ids: list[str])
 MessagesOn = Callable[[Broker, Queue, list[str]], set[str]]
 
 
-@dataclass(frozen=True)
-class _Departures:
-    """One broker's figures for a move, per queue: consumers, and dequeues its relay has not read."""
-
-    consumers: dict[str, int]
-    unrelayed: dict[str, int]
-    #: Advisories waiting in the broker's ``BROKERSYNC.CONSUMED``.
-    advisories: int
-    #: Why the broker could not be read ("" when it was).
-    unreadable: str
-
-    @classmethod
-    def none(cls, queues: list[str], unreadable: str = "") -> _Departures:
-        """The figures of a side that was not read (a lost one) or could not be: no count to wait for."""
-        return cls(dict.fromkeys(queues, 0), dict.fromkeys(queues, 0), 0, unreadable)
-
-
 def _still_waiting(
     ctx: MoveContext,
     unreadable: str,
-    source: _Departures,
+    source: Departures,
     pending: dict[str, int],
     source_pending: dict[str, int],
     beyond_read: list[str],
-    at_target: _Departures,
+    at_target: Departures,
 ) -> list[str]:
     """What a move that timed out still waits for, in words an operator can act on."""
     waits = []
@@ -317,7 +301,7 @@ class QueueMove:
         if ctx.old_side_lost:
             with_lost_side, target_unreadable, not_looked_up = self._pending_on_new_side(ctx, keys, pending)
         # A lost side is not read: nothing more leaves it, and nothing of it can be relayed now.
-        source = _Departures.none(ctx.queues) if ctx.old_side_lost else self._departures(ctx.source, ctx.queues)
+        source = Departures.none(ctx.queues) if ctx.old_side_lost else self._departures(ctx.source, ctx.queues)
         unreadable = source.unreadable
         at_target = self._departures(ctx.target, ctx.queues)
         target_unreadable = target_unreadable or at_target.unreadable
@@ -379,30 +363,10 @@ class QueueMove:
             )
         return figures
 
-    def _departures(self, broker: str, queues: list[str]) -> _Departures:
-        """What ``broker`` counted leaving ``queues`` that its relay has not accounted for yet.
-
-        Every dequeue raises a consumed advisory that the broker's relay either records (an
-        application's consumption) or drains as the purge's removal; both add to the audit's
-        captured count for the broker's incarnation (:mod:`brokersync.capture.audit`). So the
-        dequeue counter less that count is what its relay has still to read.
-        """
-        try:
-            stats = self.env.statistics(self._broker(broker)).queue_stats([*queues, CONSUMED_QUEUE])
-        except BrokerUnavailableError as e:
-            return _Departures.none(queues, unreadable=str(e))
-        consumers = dict.fromkeys(queues, 0)
-        unrelayed = dict.fromkeys(queues, 0)
-        for name in queues:
-            queue = stats.get(name)
-            if queue is None:
-                continue
-            consumers[name] = queue.consumer_count
-            audits = self.env.ledger.backend.audits(name)  # type: ignore[attr-defined]
-            captured = audits[queue.broker_id].captured if queue.broker_id in audits else 0
-            unrelayed[name] = max(0, queue.dequeue_count - captured)
-        advisories = stats[CONSUMED_QUEUE].size if CONSUMED_QUEUE in stats else 0
-        return _Departures(consumers, unrelayed, advisories, "")
+    def _departures(self, broker: str, queues: list[str]) -> Departures:
+        """What ``broker`` counted leaving ``queues`` that its relay has not read yet."""
+        statistics = self.env.statistics(self._broker(broker))
+        return read_departures(statistics, self.env.ledger.backend, queues)  # type: ignore[attr-defined]
 
     def _pending_on_new_side(
         self, ctx: MoveContext, keys: dict[str, list[PendingKey]], pending: dict[str, int]
