@@ -40,6 +40,7 @@ def test_a_switchover_of_an_active_active_queue_loses_and_duplicates_nothing_fro
     assert all(origin["produced"] > 0 for origin in origins.values())
     assert all(origin["consumed_primary"] > 0 for origin in origins.values())
     assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0), outcome
+    assert outcome["advisories_lost"] == 0, outcome  # both relays drained before the reboots (0055)
 
 
 def test_a_failover_of_an_active_active_queue_loses_nothing_beyond_the_bridge_and_bounds_duplicates(

@@ -45,6 +45,11 @@ def test_after_a_switchover_what_is_consumed_on_the_new_primary_is_purged_from_t
     assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0), outcome
 
 
+def test_a_switchover_reboots_no_broker_with_an_advisory_its_relay_has_not_read(switchover: dict[str, Any]) -> None:
+    """An advisory unread at a reboot is gone: the audit would raise AdvisoriesLost for nothing lost."""
+    assert switchover["advisories_lost"] == 0, switchover
+
+
 def test_a_failover_loses_at_most_the_copies_in_the_bridge_and_duplicates_at_most_the_unpurged(
     topology_path: Path, tmp_path: Path
 ) -> None:

@@ -36,6 +36,7 @@ from brokersync.failover.steps import (
     TransitionStore,
     drain_queues,
     failback_to_run,
+    new_primary_departures,
     read_drain,
     switchover_refusal,
     transition_to_run,
@@ -126,7 +127,11 @@ def state_machine_checks(command: str, reader: StatusReader, region: str) -> dic
         host = _endpoint("dynamodb")
         ledger = dynamodb_ledger(reader.table, region=region, host=host)
         replicas = peer_replicas(reader.table, region, host)
-        drain = read_drain(topology, stats, ledger, replicas, source.region, read_only=True)
+        target = next(b for b in topology.brokers if b.name == transition.target)
+        at_target = new_primary_departures(
+            topology, assignment, target.name, lambda: StatisticsClient(reader.connector(target)), ledger
+        )
+        drain = read_drain(topology, stats, ledger, replicas, source.region, read_only=True, at_target=at_target)
         checks["drain_now"] = drain
         checks["drain_waits_for"] = _waits_for(drain)
     return checks
@@ -146,6 +151,13 @@ def _waits_for(drain: dict[str, Any]) -> list[str]:
         waits.append(f"the old primary's region's ledger replica to answer ({drain['sourceRegionLedgerUnreadable']})")
     if drain["advisoriesWaiting"]:
         waits.append(f"{drain['advisoriesWaiting']:,} advisories to be relayed")
+    waits += [
+        f"{n:,} departures of {q} from the new primary to be read by its relay"
+        for q, n in (drain.get("departuresNotRelayedOnNewPrimary") or {}).items()
+        if n
+    ]
+    if drain.get("newPrimaryUnreadable"):
+        waits.append(f"the new primary's statistics to answer ({drain['newPrimaryUnreadable']})")
     return waits
 
 

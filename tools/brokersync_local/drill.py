@@ -799,6 +799,10 @@ class Drill:
             # one comes back, too late for any purge: a duplicate no purge could have prevented.
             result["duplicates_from_bridge"] = len(duplicates & self.facts["in_bridge_keys"])
         result["queue"] = self.queue
+        relay = self._relay_totals()
+        # The audit's AdvisoriesLost over the drill: dequeues a broker counted that its relay never
+        # read. A switchover drains every relay before its reboots, so it must leave none.
+        result["advisories_lost"] = relay["lost"] if relay is not None else None
         if "move_drain_s" in self.facts:
             result["move_drain_s"] = self.facts["move_drain_s"]
         if self.front_end is not None:

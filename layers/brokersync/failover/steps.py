@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from brokersync.broker.statistics import StatisticsClient
+from brokersync.capture.departures import Departures, read_departures
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.failover.context import Mode, TransitionContext, TransitionRequest
 from brokersync.failover.control_plane import RUNNING, BrokerControl
@@ -39,6 +40,7 @@ from brokersync.render.connectors import forwarding_connectors, refusal
 from brokersync.render.document import parse_configuration
 from brokersync.render.safety import unsafe_settings
 from brokersync.roles import RoleAssignment, RoleStore, apply_roles
+from brokersync.sides import capture_duties
 from brokersync.topology import CONSUMED_QUEUE, Broker, Role, Topology
 
 logger = logging.getLogger(__name__)
@@ -159,17 +161,34 @@ def drain_queues(topology: Topology) -> list[str]:
     return [q.name for q in topology.queues] + [topology.dr_name(q) for q in topology.queues] + [CONSUMED_QUEUE]
 
 
+def relayed_on_new_primary(topology: Topology, assignment: RoleAssignment, target: str) -> list[str]:
+    """The queues whose departures a switchover waits to see relayed on its new primary.
+
+    The DR broker runs a relay only for active-active queues (:func:`brokersync.sides.capture_duties`):
+    it records those consumed there and drains the purge's removals of the others. The
+    switchover reboots it with sync stopped, and its ``BROKERSYNC.CONSUMED`` is not persistent,
+    so an advisory still unread then is dropped: a removal would be reported as a lost
+    advisory (a false ``AdvisoriesLost``), a consumption would leave its copy on the old
+    primary until the reconciliation. None for a pair without active-active queues.
+    """
+    duties = capture_duties(apply_roles(topology, assignment), assignment)
+    return sorted(q for d in duties if d.broker.name == target for q in [*d.queues, *d.passive])
+
+
 def drain_figures(
     topology: Topology,
     stats: dict[str, Any],
     pending: dict[str, int],
     at_source: SourceReplica | None = None,
+    at_target: Departures | None = None,
 ) -> dict[str, Any]:
     """What a switchover still waits for, from the old primary's queue statistics and the pending purge.
 
     Drained means: no application consumer on a synced queue of the old primary, no copy
     waiting in its ``Q.DR`` outflow, no consumed advisory waiting to be relayed, and no key
-    pending purge. Only then can the roles swap with zero loss and zero duplicates.
+    pending purge. Only then can the roles swap with zero loss and zero duplicates. Where the
+    new primary runs a relay too (``at_target``, see :func:`relayed_on_new_primary`), every
+    departure it counted must also have been relayed before its reboot drops the rest.
 
     ``pending`` is read in this region's replica of the ledger, where the purge marks keys;
     ``at_source`` in the old primary's region's replica, where the relay wrote them. The
@@ -187,6 +206,7 @@ def drain_figures(
     unreadable = at_source.unreadable if at_source else None
     drained = not any(outflow.values()) and not any(consumers.values()) and not any(pending.values())
     drained = drained and not any(source_pending.values()) and not unreadable
+    drained = drained and (at_target is None or at_target.all_relayed)
     figures = {
         "drained": drained and advisories == 0,
         "outflow": outflow,
@@ -197,6 +217,9 @@ def drain_figures(
     if at_source:
         figures["pendingPurgeInSourceRegion"] = source_pending
         figures["sourceRegionLedgerUnreadable"] = unreadable
+    if at_target:
+        figures["departuresNotRelayedOnNewPrimary"] = at_target.unrelayed
+        figures["newPrimaryUnreadable"] = at_target.unreadable or None
     return figures
 
 
@@ -227,6 +250,7 @@ def read_drain(
     source_region: str | None,
     *,
     read_only: bool = False,
+    at_target: Departures | None = None,
 ) -> dict[str, Any]:
     """``drain_figures`` over the pending purge in this region's replica and in the old primary's.
 
@@ -236,7 +260,27 @@ def read_drain(
     """
     synced = [q.name for q in topology.captured_queues]
     pending = {q: len(ledger.pending(q, limit=DRAIN_COUNT_LIMIT, read_only=read_only)) for q in synced}
-    return drain_figures(topology, stats, pending, pending_in_region(replicas, source_region, synced))
+    at_source = pending_in_region(replicas, source_region, synced)
+    return drain_figures(topology, stats, pending, at_source, at_target)
+
+
+def new_primary_departures(
+    topology: Topology,
+    assignment: RoleAssignment,
+    target: str,
+    statistics: Callable[[], StatisticsClient],
+    ledger: LedgerStore,
+) -> Departures | None:
+    """What the switchover's new primary counted leaving its relayed queues that its relay has not read.
+
+    None when it runs no relay (:func:`relayed_on_new_primary`), or when sync is stopped: a
+    re-run after ``StopSync`` would wait on a relay that does not run, for departures that no
+    drain can bring back. ``statistics`` opens the broker's statistics client only when needed.
+    """
+    queues = relayed_on_new_primary(topology, assignment, target)
+    if not queues or not assignment.sync_running:
+        return None
+    return read_departures(statistics(), ledger.backend, queues)  # type: ignore[attr-defined]
 
 
 def pending_in_region(replicas: ReplicaIn, region: str | None, queues: list[str]) -> SourceReplica | None:
@@ -374,7 +418,15 @@ class FailoverSteps:
         except BrokerUnavailableError as e:
             source = ctx.source
             raise SwitchoverRefusedError(f"the old primary {source} became unreachable while draining: {e}") from e
-        figures = read_drain(topology, stats, self.env.ledger, self.env.ledger_in, self._broker(ctx.source).region)
+        at_target = new_primary_departures(
+            topology,
+            self._assignment(),
+            ctx.target,
+            lambda: self.env.statistics(self._broker(ctx.target)),
+            self.env.ledger,
+        )
+        source_region = self._broker(ctx.source).region
+        figures = read_drain(topology, stats, self.env.ledger, self.env.ledger_in, source_region, at_target=at_target)
         figures["timedOut"] = not figures["drained"] and self._now_ms() > ctx.drain_deadline_ms
         return figures
 

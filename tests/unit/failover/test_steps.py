@@ -31,6 +31,7 @@ from brokersync.roles import RoleStore
 from brokersync.topology import Broker, load_topology
 
 BUCKET = "brokersync-config-test"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class _UnreachableStatistics:
@@ -55,6 +56,10 @@ def _register(mq: Any, topology: Any) -> dict[str, str]:
 
 @pytest.fixture
 def steps(topology_path: Path, control_records: ControlRecords) -> FailoverSteps:
+    return _steps(topology_path, control_records)
+
+
+def _steps(topology_path: Path, control_records: ControlRecords) -> FailoverSteps:
     topology = load_topology(topology_path)
     mq, s3 = boto3.client("mq"), boto3.client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
@@ -316,6 +321,87 @@ def test_a_switchover_waits_while_the_old_primarys_ledger_replica_cannot_be_read
 def test_a_pair_in_one_region_drains_on_its_own_replica_alone(steps: FailoverSteps) -> None:
     drain = _switchover_waiting_on(steps, None)
     assert drain["drained"] is True and "pendingPurgeInSourceRegion" not in drain
+
+
+def test_a_pair_without_active_active_queues_does_not_read_its_new_primary_in_a_drain(steps: FailoverSteps) -> None:
+    """Its DR broker runs no relay: the purge's removals there raise advisories nothing reads or counts."""
+    drain = _switchover_waiting_on(steps, None)
+    assert "departuresNotRelayedOnNewPrimary" not in drain
+
+
+class _Counters:
+    """A broker's counters for one queue, with nothing else waiting on it."""
+
+    def __init__(self, broker_id: str, queue: str, dequeued: int) -> None:
+        self.broker_id, self.queue, self.dequeued = broker_id, queue, dequeued
+
+    def queue_stats(self, names: list[str]) -> dict[str, QueueStats]:
+        def stats(name: str, dequeued: int) -> QueueStats:
+            return QueueStats(name, 0, dequeued, dequeued, dequeued, 0, 0, 0, self.broker_id, "")
+
+        return {name: stats(name, self.dequeued if name == self.queue else 0) for name in names}
+
+
+@pytest.fixture
+def active_active(control_records: ControlRecords) -> FailoverSteps:
+    """A pair with an active-active queue, CARTS, consumed on the primary and purged on DR."""
+    return _steps(ROOT / "examples" / "active-active.yaml", control_records)
+
+
+def _active_active_switchover(
+    steps: FailoverSteps, new_primary: Any, *, relayed: int = 0, sync_running: bool = True
+) -> dict[str, Any]:
+    """The drain of a switchover to orders-usw2, whose relay has counted ``relayed`` departures of CARTS."""
+    steps.env.statistics = lambda broker: (  # type: ignore[assignment]
+        new_primary if broker.name == "orders-usw2" else _DrainedOldPrimary()
+    )
+    steps.env.ledger_in = lambda region: None
+    steps.env.ledger.backend.add_audit("CARTS", "ID:usw2-1", captured=relayed)  # type: ignore[attr-defined]
+    ctx = steps.plan({"mode": "SWITCHOVER"}, "exec-1")
+    if not sync_running:
+        steps.stop_sync(ctx, "exec-1")
+    return steps.drain_status(ctx)
+
+
+def test_a_switchover_waits_for_the_new_primarys_relay_to_read_the_purges_removals_there(
+    active_active: FailoverSteps,
+) -> None:
+    """Its reboot empties BROKERSYNC.CONSUMED: an unread removal would be reported as a lost advisory."""
+    drain = _active_active_switchover(active_active, _Counters("ID:usw2-1", "CARTS", 5), relayed=3)
+
+    assert drain["drained"] is False
+    assert drain["departuresNotRelayedOnNewPrimary"] == {"CARTS": 2}
+
+
+def test_a_switchover_is_drained_once_the_new_primarys_relay_has_read_every_departure(
+    active_active: FailoverSteps,
+) -> None:
+    drain = _active_active_switchover(active_active, _Counters("ID:usw2-1", "CARTS", 5), relayed=5)
+
+    assert drain["drained"] is True
+    assert (drain["departuresNotRelayedOnNewPrimary"], drain["newPrimaryUnreadable"]) == ({"CARTS": 0}, None)
+
+
+def test_a_switchover_waits_while_its_new_primary_cannot_be_read(active_active: FailoverSteps) -> None:
+    drain = _active_active_switchover(active_active, _UnreachableStatistics())
+
+    assert drain["drained"] is False and "accepted a connection" in drain["newPrimaryUnreadable"]
+
+
+def test_a_rerun_after_sync_stopped_does_not_wait_for_a_relay_that_no_longer_runs(
+    active_active: FailoverSteps,
+) -> None:
+    """What was left unread then cannot be brought back by waiting; the audit reports it lost."""
+    drain = _active_active_switchover(active_active, _Counters("ID:usw2-1", "CARTS", 5), sync_running=False)
+
+    assert drain["drained"] is True and "departuresNotRelayedOnNewPrimary" not in drain
+
+
+def test_only_the_queues_the_new_primarys_relay_reads_are_waited_on(active_active: FailoverSteps) -> None:
+    """ORDERS and PAYMENTS are only purged there: their removals' advisories are not captured at all."""
+    drain = _active_active_switchover(active_active, _Counters("ID:usw2-1", "ORDERS", 9))
+
+    assert drain["drained"] is True and drain["departuresNotRelayedOnNewPrimary"] == {"CARTS": 0}
 
 
 class _UnreadableLedger:
