@@ -169,7 +169,7 @@ def relayed_on_new_primary(topology: Topology, assignment: RoleAssignment, targe
     switchover reboots it with sync stopped, and its ``BROKERSYNC.CONSUMED`` is not persistent,
     so an advisory still unread then is dropped: a removal would be reported as a lost
     advisory (a false ``AdvisoriesLost``), a consumption would leave its copy on the old
-    primary until the reconciliation. None for a pair without active-active queues.
+    primary until the reconciliation. Empty for a pair without active-active queues.
     """
     duties = capture_duties(apply_roles(topology, assignment), assignment)
     return sorted(q for d in duties if d.broker.name == target for q in [*d.queues, *d.passive])
