@@ -53,6 +53,8 @@ DRILLS: dict[str, tuple[Any, ...]] = {
     "active-active-move-queue": ("move-queue", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
     # Two regions: that move, then the DR region lost while it consumes CARTS, and the move back.
     "active-active-move-then-region-loss": ("move-then-region-loss", ACTIVE_ACTIVE, 200, 40, None, "CARTS"),
+    # That move, then a switchover of the pair to the broker consuming CARTS (it reboots both).
+    "active-active-move-then-switchover": ("move-then-switchover", ACTIVE_ACTIVE, 200, 30, None, "CARTS"),
 }
 
 #: Seconds of traffic at the drill's rate before its clock starts (``--warm-up``). At 1,000 msg/s

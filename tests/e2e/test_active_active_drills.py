@@ -43,6 +43,18 @@ def test_a_switchover_of_an_active_active_queue_loses_and_duplicates_nothing_fro
     assert outcome["advisories_lost"] == 0, outcome  # both relays drained before the reboots (0055)
 
 
+def test_a_switchover_after_a_queue_moved_to_dr_loses_and_duplicates_nothing_and_leaves_no_advisory_unread(
+    tmp_path: Path,
+) -> None:
+    """The switchover reboots the broker whose relay captures the moved queue: it drains that relay first (0055)."""
+    outcome = _drill("move-then-switchover", tmp_path)
+
+    assert (outcome["lost"], outcome["duplicates"]) == (0, 0), outcome
+    assert outcome["consumed_primary"] > 0 and outcome["consumed_dr"] > 0
+    assert (outcome["pending_purge_after"], outcome["already_consumed_on_old_primary"]) == (0, 0), outcome
+    assert outcome["advisories_lost"] == 0, outcome
+
+
 def test_a_failover_of_an_active_active_queue_loses_nothing_beyond_the_bridge_and_bounds_duplicates(
     tmp_path: Path,
 ) -> None:

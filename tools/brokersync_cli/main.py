@@ -136,6 +136,7 @@ DRILL_MODES = [
     "new-dr-region",
     "move-queue",
     "move-then-region-loss",
+    "move-then-switchover",
 ]
 
 
@@ -175,7 +176,8 @@ def _add_demo_and_drill(sub: Any) -> None:
         " the survivor re-paired with a broker in a third region. These four run on regions of their own;"
         " move-queue: an active-active queue's consumers moved to the DR broker under load from producers on"
         " both (--topology examples/active-active.yaml); move-then-region-loss: that move on two regions, then the"
-        " DR region lost with the queue consumed there and the queue moved back with --old-side-lost",
+        " DR region lost with the queue consumed there and the queue moved back with --old-side-lost;"
+        " move-then-switchover: that move, then a switchover of the pair to the broker consuming the queue",
     )
     drill.add_argument(
         "--rate", type=positive("msg/s"), default=500.0, help="messages per second produced (default 500)"

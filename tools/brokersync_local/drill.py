@@ -77,11 +77,12 @@ DrillMode = Literal[
     "new-dr-region",
     "move-queue",
     "move-then-region-loss",
+    "move-then-switchover",
 ]
 #: Modes that run on regions of their own (brokersync_local.regions).
 REGION_MODES = ("region-loss", "dr-region-loss", "round-trips", "new-dr-region", "move-then-region-loss")
 #: Modes that move one active-active queue's consumers on their own.
-MOVE_MODES = ("move-queue", "move-then-region-loss")
+MOVE_MODES = ("move-queue", "move-then-region-loss", "move-then-switchover")
 #: A drill never shares ports with `brokersync local up` or the test suite's pair.
 DRILL_PORTS = WorldPorts(primary_openwire=61746, primary_stomp=61743, dr_openwire=62746, dr_stomp=62743, aws=5045)
 
@@ -875,7 +876,7 @@ def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") 
     if name is None and mode in MOVE_MODES:
         name = next((q.name for q in topology.queues if q.copies_both_ways), None)
         if name is None:
-            raise LocalWorldError("a move-queue drill needs an active-active queue (examples/active-active.yaml)")
+            raise LocalWorldError(f"a {mode} drill needs an active-active queue (examples/active-active.yaml)")
     if name is None:
         usable = [q for q in topology.queues if q.captures_consumed and q.sync_key == "correlation-id"]
         if not usable:
@@ -943,4 +944,8 @@ def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> di
             "move-then-region-loss": MoveThenRegionLossDrill,
         }
         return drills[settings.mode](settings, out).run()
+    if settings.mode == "move-then-switchover":
+        from brokersync_local.move_switchover_drill import MoveThenSwitchoverDrill  # noqa: PLC0415
+
+        return MoveThenSwitchoverDrill(settings, out).run()
     return Drill(settings, out).run()
