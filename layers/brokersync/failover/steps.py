@@ -280,7 +280,11 @@ def new_primary_departures(
     queues = relayed_on_new_primary(topology, assignment, target)
     if not queues or not assignment.sync_running:
         return None
-    return read_departures(statistics(), ledger.backend, queues)  # type: ignore[attr-defined]
+    try:
+        client = statistics()  # a connector may need the broker's secret: unreadable, not a crash
+    except BrokerSyncError as e:
+        return Departures.none(queues, unreadable=str(e))
+    return read_departures(client, ledger.backend, queues)  # type: ignore[attr-defined]
 
 
 def pending_in_region(replicas: ReplicaIn, region: str | None, queues: list[str]) -> SourceReplica | None:

@@ -11,7 +11,7 @@ import pytest
 from ulid import ULID
 
 from brokersync.broker.statistics import QueueStats
-from brokersync.exceptions import BrokerUnavailableError
+from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.failover.context import TransitionContext
 from brokersync.failover.control_plane import BrokerControl
 from brokersync.failover.errors import (
@@ -386,6 +386,19 @@ def test_a_switchover_waits_while_its_new_primary_cannot_be_read(active_active: 
     drain = _active_active_switchover(active_active, _UnreachableStatistics())
 
     assert drain["drained"] is False and "accepted a connection" in drain["newPrimaryUnreadable"]
+
+
+def test_a_new_primary_whose_connector_cannot_be_made_is_waited_on_not_a_crash(active_active: FailoverSteps) -> None:
+    def no_connector(broker: Broker) -> Any:
+        if broker.name == "orders-usw2":
+            raise BrokerSyncError("secret brokersync/orders-usw2 cannot be read: AccessDenied")
+        return _DrainedOldPrimary()
+
+    active_active.env.statistics = no_connector  # type: ignore[assignment]
+    active_active.env.ledger_in = lambda region: None
+    drain = active_active.drain_status(active_active.plan({"mode": "SWITCHOVER"}, "exec-1"))
+
+    assert drain["drained"] is False and "AccessDenied" in drain["newPrimaryUnreadable"]
 
 
 def test_a_rerun_after_sync_stopped_does_not_wait_for_a_relay_that_no_longer_runs(
