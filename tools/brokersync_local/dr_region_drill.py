@@ -50,7 +50,7 @@ class DrRegionLossDrill(RegionLossDrill):
             f"{self.away} lost at {lose_at:.1f}s for {outage_s:.0f}s (missing cutoff {MISSING_AFTER_S:.0f}s)"
         )
         self.phase = f"steady load on {primary}, DR region {self.away} lost at {lose_at:.0f}s"
-        time.sleep(max(0.0, self.timeline.started + lose_at - time.time()))
+        self._sleep_until(lose_at)
 
         self.world.partition(self.away)
         self.timeline.mark(f"region {self.away} partitioned (DR broker, AWS endpoint, purge loop, relay)")

@@ -422,30 +422,39 @@ class Drill:
         self.out(
             f"drill {settings.mode}: {settings.rate:.0f} msg/s for {settings.duration:.0f}s, switch at {switch_at:.1f}s"
         )
-        time.sleep(max(0.0, self.timeline.started + switch_at - time.time()))
+        self._sleep_until(switch_at)
 
         self.phase = f"{settings.mode} running"
         if settings.mode == "move-queue":
             # Only the queue's consumers move: the producers keep writing to both brokers, the
             # pair's roles stay, and so does every other queue.
             self._move_queue(consumer)
-            consumer.move_to(new, self.connectors[new])
-            self.timeline.mark(f"consumers of {self.queue} on {new}")
-            self.phase = f"{self.queue} consumed on {new}, produced on both"
         else:
             if settings.mode == "switchover":
                 self._switchover(producer, consumer)
             else:
                 self._failover()
-            for client in (producer, consumer):
-                client.move_to(new, self.connectors[new])
-            self.primary_now = new
-            self.timeline.mark("applications on the new primary")
-            self.phase = f"load on the new primary {new}"
+            self._applications_to_new_primary(producer, consumer, new)
 
         remaining = self.timeline.started + settings.duration - time.time()
         time.sleep(max(settings.min_after_switch_s, remaining))
         self._after_switch()
+        return self._wind_down(producer, consumer, old, new)
+
+    def _sleep_until(self, at_s: float) -> None:
+        """Until ``at_s`` seconds into the drill (at once when that is past)."""
+        time.sleep(max(0.0, self.timeline.started + at_s - time.time()))
+
+    def _applications_to_new_primary(self, producer: Producer, consumer: Consumer, new: str) -> None:
+        """The drill's producer and consumer move to ``new`` once it is primary."""
+        for client in (producer, consumer):
+            client.move_to(new, self.connectors[new])
+        self.primary_now = new
+        self.timeline.mark("applications on the new primary")
+        self.phase = f"load on the new primary {new}"
+
+    def _wind_down(self, producer: Producer, consumer: Consumer, old: str, new: str) -> dict[str, Any]:
+        """Every producer stopped, the consumer drains ``new``, and the drill counts."""
         producer.pause()
         if self.front_end is not None:
             self.front_end.pause()
@@ -496,7 +505,8 @@ class Drill:
 
     def _move_queue(self, consumer: Consumer) -> None:
         """A planned move of the queue's consumption under load: its consumers stop on the old side, the
-        move waits for the drain and flips the queue's active side; the producers never stop."""
+        move waits for the drain and flips the queue's active side, and they start on the new side;
+        the producers never stop."""
         old, new = self.topology.primary.name, self.topology.dr.name
         consumer.pause()
         quiesced = self.timeline.mark(f"consumers of {self.queue} stopped on {old}")
@@ -506,6 +516,9 @@ class Drill:
         self.facts["execution"] = self._execute("MoveQueueStateMachine", request)
         self.facts["rto_s"] = round(self.timeline.mark("queue move succeeded") - quiesced, 3)
         self.facts["move_drain_s"] = move_drain_s(self.facts["execution"])
+        consumer.move_to(new, self.connectors[new])
+        self.timeline.mark(f"consumers of {self.queue} on {new}")
+        self.phase = f"{self.queue} consumed on {new}, produced on both"
 
     def _failover(self) -> None:
         old, new = self.topology.primary.name, self.topology.dr.name

@@ -37,36 +37,20 @@ class MoveThenSwitchoverDrill(Drill):
             f"after {phase_s:.0f}s, and the pair switches over to {new} {phase_s:.0f}s after that"
         )
         self.phase = f"steady load on both brokers, {self.queue} consumed on {old}"
-        time.sleep(max(0.0, self.timeline.started + phase_s - time.time()))
+        self._sleep_until(phase_s)
 
         self.phase = f"moving {self.queue} to {new}"
         self._move_queue(consumer)
         self.facts["move_s"] = self.facts.pop("rto_s")
         self.facts["move_execution"] = self.facts.pop("execution")
-        consumer.move_to(new, self.connectors[new])
-        self.timeline.mark(f"consumers of {self.queue} on {new}")
-        self.phase = f"{self.queue} consumed on {new}, produced on both"
         time.sleep(phase_s)
 
         self.phase = "switchover running"
         self._switchover(producer, consumer)
-        for client in (producer, consumer):
-            client.move_to(new, self.connectors[new])
-        self.primary_now = new
-        self.timeline.mark("applications on the new primary")
-        self.phase = f"load on the new primary {new}"
+        self._applications_to_new_primary(producer, consumer, new)
 
         time.sleep(max(settings.min_after_switch_s, self.timeline.started + settings.duration - time.time()))
-        producer.pause()
-        assert self.front_end is not None  # an active-active queue: _start_applications started it
-        self.front_end.pause()
-        self.timeline.mark("producers stopped")
-        self.phase = f"draining {new}, then counting"
-        self._drain(consumer, new)
-        self.timeline.mark("consumer drained the new primary")
-        for client in (producer, consumer, self.front_end):
-            client.stop()
-        return self._outcome(old, new)
+        return self._wind_down(producer, consumer, old, new)
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         return super()._counts(old, new) | {"move_s": self.facts.get("move_s")}

@@ -98,9 +98,6 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         }
         return request | ({"oldSideLost": True} if lost else {})
 
-    def _sleep_until(self, at_s: float) -> None:
-        time.sleep(max(0.0, self.timeline.started + at_s - time.time()))
-
     def _purged_broker(self, old: str, new: str) -> str:
         """The queue moved back to ``old``: the returned region's broker is where its purge removes."""
         return new
