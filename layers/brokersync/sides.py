@@ -58,7 +58,8 @@ def _duty(topology: Topology, broker: Broker, role: str, queues: list[str], pass
     return Duty(broker, view, whole, frozenset(passive or ()))
 
 
-def _has_both_ways(topology: Topology) -> bool:
+def relays_on_dr(topology: Topology) -> bool:
+    """Does the DR broker run a relay too? Yes when queues are active-active (copied both ways)."""
     return any(q.copies_both_ways for q in topology.queues) and not topology.is_crdr
 
 
@@ -78,7 +79,7 @@ def capture_duties(topology: Topology, assignment: RoleAssignment) -> list[Duty]
     primary, dr = topology.primary, topology.dr
     passive = _elsewhere(topology, assignment, primary)
     duties = [_duty(topology, primary, "primary", [q.name for q in topology.queues if q.name not in passive], passive)]
-    if _has_both_ways(topology):
+    if relays_on_dr(topology):
         passive = _elsewhere(topology, assignment, dr)
         here = [q.name for q in topology.queues if q.copies_both_ways and q.name not in passive]
         duties.append(_duty(topology, dr, "primary", here, passive))

@@ -90,6 +90,64 @@ def test_advisories_the_relay_will_take_on_its_next_run_are_not_a_problem(topolo
     assert status.problems == []
 
 
+def test_a_stalled_relay_on_the_dr_broker_of_an_active_active_pair_is_broken(topology: Topology) -> None:
+    health = {
+        "relay": {"advisories_waiting": 0, "oldest_s": None},
+        "dr_relay": {"advisories_waiting": 310, "oldest_s": 600.0},
+        "queues": {},
+    }
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert any(
+        p.startswith("the relay on the DR broker orders-usw2 is not draining its BROKERSYNC.CONSUMED: 310")
+        and "a switchover waits for it" in p
+        for p in status.problems
+    )
+    text = format_status(status)
+    assert "relay: 0 advisories waiting, oldest -" in text
+    assert "DR relay: 310 advisories waiting, oldest 600.0s" in text
+
+
+def test_a_dr_relay_with_advisories_it_will_take_on_its_next_run_is_not_a_problem(topology: Topology) -> None:
+    health = {"relay": None, "dr_relay": {"advisories_waiting": 12, "oldest_s": 20.0}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert not any("DR broker" in p for p in status.problems)
+
+
+def test_a_pair_without_active_active_queues_shows_no_dr_relay(topology: Topology) -> None:
+    health = {"relay": {"advisories_waiting": 3, "oldest_s": 1.0}, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    assert "DR relay" not in format_status(status)
+
+
+def test_only_an_active_active_pair_reads_the_dr_brokers_relay(mocked_aws: None) -> None:
+    plain = load_topology(ROOT / "topology.yaml")
+    both_ways = load_topology(ROOT / "examples" / "active-active.yaml")
+    for region in ("us-east-1", "us-west-2"):
+        create_ledger_table(boto3.client("dynamodb", region_name=region), TABLE, ROOT / "template.yaml")
+    for topology, expected in ((plain, False), (both_ways, True)):
+        health = _reader(topology).read().health or {}
+
+        assert ("dr_relay" in health) is expected
+        assert health.get("dr_relay") is None  # the brokers cannot be read here
+
+
+def test_a_dr_broker_that_cannot_be_read_is_not_said_again_for_its_relay(topology: Topology) -> None:
+    unmeasured = {"drDepth": "connection refused", "drRelay": "connection refused"}
+    health = {"unmeasured": unmeasured, "relay": None, "dr_relay": None, "queues": {}}
+    status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])
+
+    _reader(topology)._judge_health(status)
+
+    assert not any("drRelay" in w for w in status.warnings)
+
+
 def test_a_dr_broker_that_cannot_be_read_degrades_the_pair_and_says_copies_wait(topology: Topology) -> None:
     health = {"bridge_connected": False, "unmeasured": {"drDepth": "connection refused"}, "queues": {}}
     status = PairStatus("orders-use1", "orders-usw2", 3, True, {}, health, [], [])

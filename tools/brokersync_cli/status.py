@@ -49,6 +49,7 @@ from brokersync.health import (
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.roles import RoleStore, apply_roles
+from brokersync.sides import relays_on_dr
 from brokersync.snapshot.browser import oldest_timestamp_ms
 from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
 
@@ -233,9 +234,12 @@ class StatusReader:
             report = probe.probe()
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             return {"unmeasured": {"probe": str(e)}}
-        depths, relay = self._dr_depths(report), self._relay(report)  # each may add to report.unmeasured
+        depths = self._dr_depths(report)  # each may add to report.unmeasured
+        relays = {"relay": self._relay(report, report.primary, "relay")}
+        if relays_on_dr(self.topology):
+            relays["dr_relay"] = self._relay(report, report.dr, "drRelay")
         pending = self._pending_revisions(control, sorted(report.configuration_drift or {}))
-        return {**report.as_dict(), "dr_depth": depths, "relay": relay, "pending_revisions": pending}
+        return {**report.as_dict(), "dr_depth": depths, **relays, "pending_revisions": pending}
 
     def _broker_control(self, region: str) -> BrokerControl:
         """Amazon MQ for the pair's brokers, each in its own region, on status's short-leash clients."""
@@ -258,15 +262,18 @@ class StatusReader:
                 pending[name] = int(revision)
         return pending
 
-    def _relay(self, report: HealthReport) -> dict[str, Any] | None:
-        """The relay's liveness: advisories waiting on the primary's BROKERSYNC.CONSUMED and the oldest one's age."""
-        primary = next(b for b in self.topology.brokers if b.name == report.primary)
+    def _relay(self, report: HealthReport, broker_name: str, figure: str) -> dict[str, Any] | None:
+        """A relay's liveness: advisories waiting on ``broker_name``'s BROKERSYNC.CONSUMED and the oldest one's age.
+
+        The primary's relay always runs; the DR broker's when queues are active-active.
+        """
+        broker = next(b for b in self.topology.brokers if b.name == broker_name)
         try:
-            connector = self.connector(primary)
+            connector = self.connector(broker)
             waiting = StatisticsClient(connector).queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size
             oldest_ms = oldest_timestamp_ms(connector, Queue.model_construct(name=CONSUMED_QUEUE)) if waiting else None
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
-            report.unmeasured["relay"] = str(e)
+            report.unmeasured[figure] = str(e)
             return None
         oldest_s = None if oldest_ms is None else max(0.0, round(time.time() - oldest_ms / 1000, 1))
         return {"advisories_waiting": waiting, "oldest_s": oldest_s}
@@ -328,6 +335,14 @@ class StatusReader:
                 f"advisories, the oldest {relay['oldest_s']:.0f}s old; consumed messages are not recorded, "
                 "so they stay on DR (see the relay's logs and errors alarm)"
             )
+        dr_relay = health.get("dr_relay") or {}
+        if status.sync_running and (dr_relay.get("oldest_s") or 0) > RELAY_STALLED_S:
+            status.problems.append(
+                f"the relay on the DR broker {status.dr} is not draining its {CONSUMED_QUEUE}: "
+                f"{dr_relay['advisories_waiting']:,} advisories, the oldest {dr_relay['oldest_s']:.0f}s old; what is "
+                f"consumed on {status.dr} is not recorded, so it stays on {status.primary}, and a switchover waits "
+                "for it (see the relay's logs and errors alarm in the DR region)"
+            )
         self._judge_purge_loops(status)
         for name, queue in (health.get("queues") or {}).items():
             for key, label in (("loss_window_s", "loss window"), ("duplicate_window_s", "duplicate window")):
@@ -384,6 +399,8 @@ def _judge_unmeasured(status: PairStatus, unmeasured: dict[str, str]) -> None:
             status.warnings.append(f"broker configurations not read: {why}")
         elif what == "configurationDrift":  # read, but the topology's role could not be rendered over it
             status.warnings.append(f"configuration drift not checked: {why}")
+        elif what == "drRelay" and "drDepth" in unmeasured:
+            continue  # the DR broker unread is said once, with what it means
         elif what not in ("drDepth", "drMemory"):
             status.warnings.append(f"{what} not measured: {why}")
     status.warnings = list(dict.fromkeys(status.warnings))
@@ -432,12 +449,9 @@ def format_status(status: PairStatus) -> str:
     queues = health.get("queues") or {}
     if health:
         relay = health.get("relay")
-        relay_text = (
-            "unknown"
-            if relay is None
-            else f"{relay['advisories_waiting']:,} advisories waiting, oldest {_secs(relay['oldest_s'])}"
-        )
-        lines.append(f"relay: {relay_text}")
+        lines.append(f"relay: {_relay_text(relay)}")
+        if "dr_relay" in health:
+            lines.append(f"DR relay: {_relay_text(health['dr_relay'])}")
     if queues:
         depths = health.get("dr_depth") or {}
         lines.append(f"queues (bridge {'up' if health.get('bridge_connected') else 'DOWN or unknown'}):")
@@ -458,6 +472,12 @@ def format_status(status: PairStatus) -> str:
             counts = ", ".join(f"{name} {_num(count)}" for name, count in returning.items())
             lines.append(f"produced on DR, not yet copied to the primary (active-active): {counts}")
     return "\n".join(lines)
+
+
+def _relay_text(relay: dict[str, Any] | None) -> str:
+    if relay is None:
+        return "unknown"
+    return f"{relay['advisories_waiting']:,} advisories waiting, oldest {_secs(relay['oldest_s'])}"
 
 
 def _num(value: int | None) -> str:
