@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,11 @@ PORT_OFFSET = 100 + int(os.environ.get(SHIFT_VARIABLE, "0"))
 
 def _leftovers(state_dir: Path, aws_port: int) -> list[str]:
     """Command lines of processes the demo started that still run (brokers, moto, sync workers)."""
-    found = []
+    return list(_leftover_pids(state_dir, aws_port).values())
+
+
+def _leftover_pids(state_dir: Path, aws_port: int) -> dict[int, str]:
+    found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -35,7 +40,7 @@ def _leftovers(state_dir: Path, aws_port: int) -> list[str]:
             continue
         ours = str(state_dir) in cmdline or (PROCESS_MARKER in cmdline and f"-p {aws_port}" in cmdline)
         if ours and int(proc.name) != os.getpid():
-            found.append(cmdline)
+            found[int(proc.name)] = cmdline
     return found
 
 
@@ -91,12 +96,26 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
     )  # fmt: skip
     assert demo.stdout is not None
     deadline = time.monotonic() + 120
+    before = []
     for line in demo.stdout:
+        before.append(line)
         if line_before_it in line or time.monotonic() > deadline:
             break
 
     os.killpg(demo.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
-    rest = demo.communicate(timeout=120)[0]
+    interrupted = time.monotonic()
+    try:
+        rest = demo.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        os.kill(demo.pid, signal.SIGUSR1)  # the demo prints where each of its threads is
+        time.sleep(2)
+        os.killpg(demo.pid, signal.SIGKILL)  # nothing of this run outlives the test
+        rest = demo.communicate()[0]
+        for pid in _leftover_pids(state_dir, 5085 + PORT_OFFSET + 10):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        pytest.fail(f"{moment}: still running 120 s after Ctrl-C:\n{''.join(before)[-2000:]}\n--- after ---\n{rest}")
+    print(f"{moment}: the demo exited {time.monotonic() - interrupted:.1f}s after Ctrl-C")
 
     assert demo.returncode == 130, f"{moment}: {rest[-2000:]}"
     assert "everything it started was stopped" in rest, rest[-2000:]

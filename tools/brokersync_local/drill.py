@@ -28,6 +28,7 @@ each message was produced on (``by_origin``).
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
 import random
@@ -45,6 +46,7 @@ from typing import Any, Literal
 
 import boto3
 import stomp
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from ulid import ULID
 
@@ -106,6 +108,11 @@ BROWSE_TIMEOUT_S = 120.0
 SETTLE_COUNT_LIMIT = 100_000
 #: Consumed messages left on the old primary that a count looks up in the ledger, to say why.
 LEFT_SAMPLE = 50
+#: A tear-down step that takes longer than this says so: a slow exit after Ctrl-C is explained.
+SLOW_TEAR_DOWN_S = 5.0
+#: The drill's own calls to its AWS endpoint, bounded: botocore's defaults (60 s reads, five
+#: attempts) would let a busy or dying endpoint hold a Ctrl-C'd tear-down for minutes.
+CONTROL_CLIENT = Config(connect_timeout=5, read_timeout=10, retries={"total_max_attempts": 3, "mode": "standard"})
 
 
 @dataclass
@@ -198,11 +205,11 @@ class Drill:
             overrides={"PurgeDrFunction": {ENV_PURGE_MAX_SECONDS: f"{DEFAULT_PURGE_MAX_SECONDS:g}"}},
             **({"role_region": pair_region, "peer_region": pair_region} if pair_region else {}),
         )
-        self.sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
+        self.sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region, config=CONTROL_CLIENT)
         self.sync = SyncControl(
             SyncSwitches(RELAY_RULE, None, self.machines["PurgeLoopStateMachine"]),
-            boto3.client("events", endpoint_url=endpoint, region_name=region),
-            boto3.client("lambda", endpoint_url=endpoint, region_name=region),
+            boto3.client("events", endpoint_url=endpoint, region_name=region, config=CONTROL_CLIENT),
+            boto3.client("lambda", endpoint_url=endpoint, region_name=region, config=CONTROL_CLIENT),
             self.sfn,
         )
         self.ledger = dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint)
@@ -302,11 +309,19 @@ class Drill:
         finally:
             self.phase = "stopping everything the drill started"
             with _interrupts_deferred():
-                for stop in (self._stop_risk, self._stop_sync, self._stop_world):
+                for what, stop in (
+                    ("the risk sampler", self._stop_risk),
+                    ("the sync", self._stop_sync),
+                    ("the world", self._stop_world),
+                ):
+                    began = time.monotonic()
                     try:
                         stop()
                     except Exception as e:
                         self.out(f"drill tear-down: {e}")
+                    took = time.monotonic() - began
+                    if took > SLOW_TEAR_DOWN_S:
+                        self.out(f"drill tear-down: stopping {what} took {took:.1f}s")
 
     def _risk_ledger(self) -> LedgerStore | None:
         """The ledger replica the purge works in (None while it cannot be read)."""
@@ -926,6 +941,8 @@ def stop_on_interrupt() -> None:
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, interrupt)
+    # ``kill -USR1 PID`` prints where each thread is: for a run that seems stuck, in any phase.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 @contextlib.contextmanager

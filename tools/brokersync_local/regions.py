@@ -247,7 +247,7 @@ class TwoRegionWorld(LocalWorld):
             except subprocess.TimeoutExpired:
                 signal_group(process.pid, signal.SIGKILL)
 
-    def down(self, log: Any = print) -> None:
+    def down(self, log: Any = print, *, graceful: bool = True) -> None:
         for region in list(self.partitioned):
             self.heal(region)  # a stopped process would hold its SIGTERM until continued
         for process in (self._replication, self._router):
@@ -258,7 +258,7 @@ class TwoRegionWorld(LocalWorld):
                     signal_group(pid, signal.SIGKILL)
         for server in self.servers.values():
             server.stop()
-        super().down(log)
+        super().down(log, graceful=graceful)
 
     def _write_env(self) -> dict[str, Any]:
         # A local Amazon MQ reboot restarted a broker under a new pid and recorded it in env.json;

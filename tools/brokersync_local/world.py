@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
@@ -195,16 +196,31 @@ class LocalWorld:
                     )
                 time.sleep(0.1)
 
-    def down(self, log: Any = print) -> None:
-        """Stop, by pid, every process this state directory records or holds."""
+    def down(self, log: Any = print, *, graceful: bool = True) -> None:
+        """Stop, by pid, every process this state directory records or holds.
+
+        The brokers stop side by side: each may take its shutdown timeout, and a Ctrl-C'd demo
+        waits for the slower, not the sum. Not ``graceful`` (the data is about to be deleted),
+        they are killed at once.
+        """
         recorded = self._recorded_pids()
-        for role, broker in self.brokers.items():
+
+        def stop(role: Role, broker: BrokerProcess) -> None:
             # A local Amazon MQ reboot restarts a broker under a new pid, recorded in env.json.
             for pid in dict.fromkeys(p for p in (recorded.get(role), broker.pid) if p):
                 broker.pid = pid
-                if broker.alive():
-                    log(f"stopping broker {broker.name} (pid {pid})")
-                broker.stop()
+                if not broker.alive():  # gone, or a recycled pid that is not ours: never signalled
+                    broker.pid = None
+                    continue
+                log(f"stopping broker {broker.name} (pid {pid})")
+                if graceful:
+                    broker.stop()
+                else:
+                    broker.kill()
+
+        with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
+            for stopped in [pool.submit(stop, role, broker) for role, broker in self.brokers.items()]:
+                stopped.result()
         self.moto.pid = self.moto.pid or recorded.get("aws")
         if self.moto.alive():
             log(f"stopping moto (pid {self.moto.pid})")
@@ -213,7 +229,7 @@ class LocalWorld:
 
     def destroy(self) -> None:
         """Stop everything and delete the state directory (brokers' data included)."""
-        self.down(log=lambda _msg: None)
+        self.down(log=lambda _msg: None, graceful=False)
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
     # -- state ----------------------------------------------------------------------------------
