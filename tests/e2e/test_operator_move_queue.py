@@ -52,6 +52,15 @@ def test_a_plan_names_the_queue_the_sides_and_the_region_it_runs_in(pair: Operat
     assert planned["steps"][:3] == ["Plan", "AlreadyThere", "DrainStatus"]
 
 
+def test_status_reads_the_relay_on_the_dr_broker_too(pair: OperatorPair) -> None:
+    _, status = pair.cli(AWAY, "status", "--json")
+
+    health = status["health"]
+    assert isinstance(health["dr_relay"]["advisories_waiting"], int), health.get("unmeasured")
+    assert "drRelay" not in (health.get("unmeasured") or {})
+    assert not [p for p in status["problems"] if "relay" in p]
+
+
 def test_the_move_succeeds_and_status_names_the_queue_consumed_on_dr(pair: OperatorPair) -> None:
     code, outcome = pair.cli(AWAY, "move-queue", QUEUE, "--to", WEST)
     assert (code, outcome["status"]) == (0, "SUCCEEDED"), outcome
