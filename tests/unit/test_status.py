@@ -7,8 +7,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from brokersync.broker.stomp import BrokerCredentials
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.failover.steps import Transition, TransitionStore
+from brokersync.health import HealthReport
 from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.roles import RoleAssignment, RoleStore
@@ -136,6 +138,26 @@ def test_only_an_active_active_pair_reads_the_dr_brokers_relay(mocked_aws: None)
 
         assert ("dr_relay" in health) is expected
         assert health.get("dr_relay") is None  # the brokers cannot be read here
+
+
+def test_a_broker_with_no_consumed_queue_yet_has_no_advisory_waiting(
+    topology: Topology, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoQueues:
+        def __init__(self, _connector: object) -> None:
+            pass
+
+        def queue_stats(self, _names: list[str]) -> dict[str, object]:
+            return {}  # a new DR broker: nothing has created BROKERSYNC.CONSUMED on it yet
+
+    monkeypatch.setattr("brokersync_cli.status.StatisticsClient", NoQueues)
+    reader = StatusReader(topology, TABLE, credentials=lambda _b: BrokerCredentials("u", "p"))
+    report = HealthReport(None, 3, "orders-use1", "orders-usw2", True, [])
+
+    relay = reader._relay(report, "orders-usw2", "drRelay")
+
+    assert relay == {"advisories_waiting": 0, "oldest_s": None}
+    assert report.unmeasured == {}
 
 
 def test_a_dr_broker_that_cannot_be_read_is_not_said_again_for_its_relay(topology: Topology) -> None:

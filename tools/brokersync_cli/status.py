@@ -270,7 +270,8 @@ class StatusReader:
         broker = next(b for b in self.topology.brokers if b.name == broker_name)
         try:
             connector = self.connector(broker)
-            waiting = StatisticsClient(connector).queue_stats([CONSUMED_QUEUE])[CONSUMED_QUEUE].size
+            counted = StatisticsClient(connector).queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+            waiting = 0 if counted is None else counted.size  # absent until a first advisory or relay creates it
             oldest_ms = oldest_timestamp_ms(connector, Queue.model_construct(name=CONSUMED_QUEUE)) if waiting else None
         except (BrokerSyncError, BotoCoreError, ClientError) as e:
             report.unmeasured[figure] = str(e)
