@@ -78,16 +78,22 @@ def test_a_headless_switchover_demo_loses_nothing_and_duplicates_nothing(project
 
 
 @pytest.mark.parametrize(
-    ("moment", "line_before_it"),
-    [("while the pair is starting", "demo: fresh pair"), ("during the steady load", "queue=ORDERS")],
+    ("moment", "line_before_it", "then_s", "switch_at_s"),
+    [
+        ("while the pair is starting", "demo: fresh pair", 0, 120),
+        ("while deploying into moto", "local world up", 0, 120),
+        ("during the steady load", "queue=ORDERS", 0, 120),
+        # About when the failover state machine reboots the brokers: a JVM restarted under a new pid.
+        ("during the switchover", "applications stopped on the old primary", 3, 5),
+    ],
 )
 def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
-    moment: str, line_before_it: str, tmp_path: Path
+    moment: str, line_before_it: str, then_s: float, switch_at_s: int, tmp_path: Path
 ) -> None:
     state_dir = tmp_path / "demo"
     demo = subprocess.Popen(
         [*AS_A_BACKGROUND_JOB, sys.executable, "-m", "brokersync_cli.main", "demo", "--headless",
-         "--rate", "50", "--duration", "120",
+         "--rate", "50", "--duration", str(switch_at_s),
          "--state-dir", str(state_dir), "--report", "", "--port-offset", str(PORT_OFFSET + 10)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -101,6 +107,7 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
         before.append(line)
         if line_before_it in line or time.monotonic() > deadline:
             break
+    time.sleep(then_s)
 
     os.killpg(demo.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
     interrupted = time.monotonic()
