@@ -147,9 +147,10 @@ def test_an_installed_package_refuses_the_checkout_only_commands_with_a_sentence
 
 def test_a_drills_warm_up_reaches_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     import brokersync_local.drill as drill_module  # noqa: PLC0415 (the harness the command drives)
+    import brokersync_local.interrupts as interrupts_module  # noqa: PLC0415
 
     seen = []
-    monkeypatch.setattr(drill_module, "stop_on_interrupt", lambda: None)
+    monkeypatch.setattr(interrupts_module, "stop_on_interrupt", lambda: None)
     monkeypatch.setattr(drill_module, "run_drill", lambda settings, out: seen.append(settings) or {})
 
     assert main(["drill", "--mode", "failover", "--rate", "1000", "--warm-up", "15", "--topology", TOPOLOGY]) == 0

@@ -101,7 +101,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_drill(args: argparse.Namespace) -> int:
-    from brokersync_local.drill import DrillSettings, run_drill, stop_on_interrupt  # noqa: PLC0415 (dev-only harness)
+    from brokersync_local.drill import DrillSettings, run_drill  # noqa: PLC0415 (dev-only harness)
+    from brokersync_local.interrupts import stop_on_interrupt  # noqa: PLC0415
 
     _check_drill_queue(args.topology, args.queue, args.mode)
     settings = DrillSettings(

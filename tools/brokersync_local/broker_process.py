@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from brokersync_local.errors import ProcessFailedError
+from brokersync_local.interrupts import interrupts_held
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import port_answers, wait_until_answers
 from brokersync_local.wrapper import LocalPorts
@@ -101,7 +102,7 @@ class BrokerProcess:
             "-XX:+UseSerialGC",
             *JAVA_MODULE_FLAGS,
             f"-Dactivemq.home={ACTIVEMQ_HOME}",
-            f"-Dactivemq.base={base}",
+            self.base_argument,
             f"-Dactivemq.conf={base}/conf",
             f"-Dactivemq.data={base}/data",
             f"-Djava.io.tmpdir={base}/tmp",  # noqa: S108 (the broker's own tmp under its base dir)
@@ -112,23 +113,29 @@ class BrokerProcess:
             f"xbean:file:{self.conf_file}",
         ]
 
+    @property
+    def base_argument(self) -> str:
+        """The JVM argument naming this broker's base directory: it finds the process by its command line."""
+        return f"-Dactivemq.base={self.base_dir}"
+
     def start(self) -> int:
         """Start the JVM (returns at once; see :meth:`wait_ready`)."""
         if not ACTIVEMQ_HOME.exists():
             raise ProcessFailedError("ActiveMQ is not installed (apt-get install activemq); `make demo` installs it")
         self._log_offset = self.log_file.stat().st_size if self.log_file.exists() else 0
         stdout = (self.data_dir / "stdout.log").open("ab")
-        process = subprocess.Popen(
-            self.command(),
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=self.base_dir,
-        )
+        with interrupts_held():  # a JVM started is a JVM whose PID is known
+            process = subprocess.Popen(
+                self.command(),
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.base_dir,
+            )
+            self._process = process
+            self.pid = process.pid
         stdout.close()
-        self._process = process
-        self.pid = process.pid
         return process.pid
 
     def alive(self) -> bool:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from brokersync_local.background import BackgroundLoop
-from brokersync_local.drill import Drill, DrillSettings, stop_on_interrupt
+from brokersync_local.drill import Drill, DrillSettings
+from brokersync_local.interrupts import stop_on_interrupt
 from brokersync_local.live_view import Sampler, plain_lines, rich_view
 from brokersync_local.world import WorldPorts
 

@@ -28,20 +28,17 @@ each message was produced on (``by_origin``).
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import json
 import os
 import random
 import shutil
-import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import FrameType
 from typing import Any, Literal
 
 import boto3
@@ -65,6 +62,7 @@ from brokersync_local.drill_risk import RiskSampler, peaks
 from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog, duplicates_between
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import read_dead_store
+from brokersync_local.interrupts import interrupts_ignored
 from brokersync_local.sync import SyncWorkers
 from brokersync_local.sync_worker import aws_environment
 from brokersync_local.world import LocalWorld, WorldPorts
@@ -308,7 +306,7 @@ class Drill:
             raise
         finally:
             self.phase = "stopping everything the drill started"
-            with _interrupts_deferred():
+            with interrupts_ignored():
                 for what, stop in (
                     ("the risk sampler", self._stop_risk),
                     ("the sync", self._stop_sync),
@@ -926,36 +924,6 @@ def drill_queue(topology: Topology, name: str | None, mode: str = "switchover") 
             f"--queue {name}: only an active-active queue moves on its own (this one is {queue.mode})"
         )
     return name
-
-
-def stop_on_interrupt() -> None:
-    """Ctrl-C and ``kill PID`` stop a demo or a drill through its tear-down, wherever it was started.
-
-    A process started with SIGINT ignored (a background job of a non-interactive shell, as
-    some CI runners start their steps) inherits that, and Python then installs no Ctrl-C
-    handler at all: the run could not be interrupted. Both signals raise KeyboardInterrupt.
-    """
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, interrupt)
-    # ``kill -USR1 PID`` prints where each thread is: for a run that seems stuck, in any phase.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-
-
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Tear-down finishes even when Ctrl-C is pressed again: a half-stopped world leaks processes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def run_drill(settings: DrillSettings, out: Callable[[str], None] = print) -> dict[str, Any]:

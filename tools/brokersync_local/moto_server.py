@@ -21,6 +21,7 @@ from pathlib import Path
 from brokersync_local.amazon_mq import STATE_DIR_VARIABLE
 from brokersync_local.errors import ProcessFailedError
 from brokersync_local.function_code import FunctionCode, local_function_code
+from brokersync_local.interrupts import interrupts_held
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import LOOPBACK, wait_until_answers
 
@@ -54,17 +55,18 @@ class MotoServer:
         code = self.function_code
         self.state_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_file.open("ab")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", PROCESS_MARKER, "-H", LOOPBACK, "-p", str(self.port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=self.state_dir,
-            env={**os.environ, **code.environment(), STATE_DIR_VARIABLE: str(self.state_dir.parent)},
-        )
+        with interrupts_held():  # a server started is a server whose PID is known
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", PROCESS_MARKER, "-H", LOOPBACK, "-p", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.state_dir,
+                env={**os.environ, **code.environment(), STATE_DIR_VARIABLE: str(self.state_dir.parent)},
+            )
+            self.pid = self._process.pid
         log.close()
-        self.pid = self._process.pid
         if not wait_until_answers(self.port, time.monotonic() + timeout_s, self.alive):
             tail = self.log_file.read_text(errors="replace")[-2000:]
             raise ProcessFailedError(f"moto server did not start on port {self.port}:\n{tail}")

@@ -20,6 +20,27 @@ def pid_is_ours(pid: int, marker: str | Path) -> bool:
     return str(marker).encode() in cmdline
 
 
+def pids_with_argument(argument: str) -> list[int]:
+    """Live processes (not this one) that have ``argument``, whole, on their command line.
+
+    For what a PID cannot find: a process started a moment before an interrupt, whose PID
+    was never recorded.
+    """
+    wanted = b"\0" + argument.encode() + b"\0"
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = b"\0" + (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and wanted in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
 def signal_group(pid: int, sig: signal.Signals) -> None:
     """Signal the process group ``pid`` leads (our processes are session leaders)."""
     try:

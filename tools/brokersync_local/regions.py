@@ -41,6 +41,7 @@ from brokersync.render import render_configuration
 from brokersync.topology import Role, Topology
 from brokersync_local.broker_process import BrokerProcess
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
+from brokersync_local.interrupts import interrupts_held
 from brokersync_local.moto_server import MotoServer
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.ports import LOOPBACK, port_is_free, wait_until_answers
@@ -115,16 +116,9 @@ class TwoRegionWorld(LocalWorld):
                 self.start_broker(role)
             for server in self.servers.values():
                 server.start()
-            self._router = self._spawn(
-                "router",
-                [
-                    "-m",
-                    ROUTER_MARKER,
-                    "--port",
-                    str(self.ports.aws),
-                    *(a for r, s in {**self.servers, **self.spares}.items() for a in ("--region", f"{r}={s.endpoint}")),
-                ],
-            )
+            routes = [a for r, s in {**self.servers, **self.spares}.items() for a in ("--region", f"{r}={s.endpoint}")]
+            with interrupts_held():  # a router started is a router whose process is known
+                self._router = self._spawn("router", ["-m", ROUTER_MARKER, "--port", str(self.ports.aws), *routes])
             self._wait_for_router(deadline)
             for broker in self.brokers.values():
                 broker.wait_ready(max(1.0, deadline - time.monotonic()))
@@ -150,9 +144,10 @@ class TwoRegionWorld(LocalWorld):
         """
         self._stop_process(self._replication)
         endpoints = [a for r, s in self.servers.items() for a in ("--endpoint", f"{r}={s.endpoint}")]
-        self._replication = self._spawn(
-            "replication", ["-m", REPLICATION_MARKER, "--table", table, "--lag", str(lag_s), *endpoints]
-        )
+        with interrupts_held():
+            self._replication = self._spawn(
+                "replication", ["-m", REPLICATION_MARKER, "--table", table, "--lag", str(lag_s), *endpoints]
+            )
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         self.state_dir.mkdir(parents=True, exist_ok=True)

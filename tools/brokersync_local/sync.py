@@ -20,6 +20,7 @@ from brokersync.broker.statistics import StatisticsClient
 from brokersync.broker.stomp import StompConnector
 from brokersync.ledger.schema import create_ledger_table
 from brokersync_local.errors import LocalWorldError
+from brokersync_local.interrupts import interrupts_held
 from brokersync_local.pids import pid_is_ours, signal_group
 from brokersync_local.sync_worker import LEDGER_TABLE, aws_environment
 from brokersync_local.world import LocalWorld
@@ -71,31 +72,33 @@ class SyncWorkers:
                 continue
             region_args = ["--role-region", role_region] if role_region else []
             log_file = (self.world.state_dir / f"sync-{key}.log").open("ab")
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "brokersync_local.sync_worker",
-                    worker,
-                    "--topology",
-                    str(self.topology_path),
-                    "--state-dir",
-                    str(self.world.state_dir),
-                    *region_args,
-                ],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            with interrupts_held():  # a worker started is a worker whose PID is known
+                process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "brokersync_local.sync_worker",
+                        worker,
+                        "--topology",
+                        str(self.topology_path),
+                        "--state-dir",
+                        str(self.world.state_dir),
+                        *region_args,
+                    ],
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                pids[key] = self._started[key] = process.pid
             log_file.close()
-            pids[key] = self._started[key] = process.pid
             log(f"started {key} (pid {process.pid})")
         self.pid_file.write_text(json.dumps(pids), encoding="utf-8")
         return pids
 
     def stop(self, log: Any = print, timeout_s: float = 20.0) -> None:
-        for worker, pid in self._pids().items():
+        # The ones this object started too: an interrupt can come before the PID file is written.
+        for worker, pid in (self._pids() | self._started).items():
             if not self._alive(pid):
                 continue
             log(f"stopping {worker} (pid {pid})")
@@ -105,6 +108,7 @@ class SyncWorkers:
                 time.sleep(0.1)
             if self._alive(pid):
                 signal_group(pid, signal.SIGKILL)
+        self._started.clear()
         self.pid_file.unlink(missing_ok=True)
 
     def status(self) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import astuple, dataclass
@@ -22,7 +23,7 @@ from brokersync.topology import Role, Topology
 from brokersync_local.broker_process import DEFAULT_HEAP_MB, BrokerProcess, heap_for_queue_memory
 from brokersync_local.errors import LocalWorldError, PortTakenError, ProcessFailedError
 from brokersync_local.moto_server import DEFAULT_REGION, PROCESS_MARKER, MotoServer
-from brokersync_local.pids import pid_is_ours, record_pid
+from brokersync_local.pids import pid_is_ours, pids_with_argument, record_pid, signal_group
 from brokersync_local.ports import LOOPBACK, port_answers, port_is_free
 from brokersync_local.tls import LocalTls
 from brokersync_local.wrapper import LocalPorts, wrap_for_local
@@ -221,6 +222,12 @@ class LocalWorld:
         with ThreadPoolExecutor(max_workers=len(self.brokers)) as pool:
             for stopped in [pool.submit(stop, role, broker) for role, broker in self.brokers.items()]:
                 stopped.result()
+        for broker in self.brokers.values():
+            # A JVM started a moment before an interrupt (ours, or a local Amazon MQ reboot's)
+            # whose PID was never recorded: found by the base directory it runs from.
+            for pid in pids_with_argument(broker.base_argument):
+                log(f"stopping broker {broker.name} (pid {pid}, started but not recorded)")
+                signal_group(pid, signal.SIGKILL)
         self.moto.pid = self.moto.pid or recorded.get("aws")
         if self.moto.alive():
             log(f"stopping moto (pid {self.moto.pid})")
