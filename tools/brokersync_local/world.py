@@ -202,8 +202,13 @@ class LocalWorld:
 
         The brokers stop side by side: each may take its shutdown timeout, and a Ctrl-C'd demo
         waits for the slower, not the sum. Not ``graceful`` (the data is about to be deleted),
-        they are killed at once.
+        they are killed at once. moto goes first: a local Amazon MQ reboot runs in its process
+        and could otherwise start a broker after the brokers were stopped.
         """
+        self.moto.pid = self.moto.pid or self._recorded_pids().get("aws")
+        if self.moto.alive():
+            log(f"stopping moto (pid {self.moto.pid})")
+        self.moto.stop()
         recorded = self._recorded_pids()
 
         def stop(role: Role, broker: BrokerProcess) -> None:
@@ -228,10 +233,6 @@ class LocalWorld:
             for pid in pids_with_argument(broker.base_argument):
                 log(f"stopping broker {broker.name} (pid {pid}, started but not recorded)")
                 signal_group(pid, signal.SIGKILL)
-        self.moto.pid = self.moto.pid or recorded.get("aws")
-        if self.moto.alive():
-            log(f"stopping moto (pid {self.moto.pid})")
-        self.moto.stop()
         self.env_file.unlink(missing_ok=True)
 
     def destroy(self) -> None:
