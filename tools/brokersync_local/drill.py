@@ -175,6 +175,9 @@ class Drill:
         self.ready = threading.Event()
         #: What was at risk over time, sampled once sync runs (None before).
         self.risk: RiskSampler | None = None
+        #: Made by the deployment; a Ctrl-C before it finds nothing to stop.
+        self.sync: SyncControl | None = None
+        self.workers = SyncWorkers(self.world, settings.topology)
 
     # -- set-up ---------------------------------------------------------------------------------
     def _pair_region(self) -> str | None:
@@ -338,7 +341,8 @@ class Drill:
 
     def _stop_sync(self) -> None:
         self.workers.stop(log=lambda _m: None)
-        self.sync.stop("drill finished")
+        if self.sync is not None:
+            self.sync.stop("drill finished")
 
     def _stop_world(self) -> None:
         if not self.settings.keep:
