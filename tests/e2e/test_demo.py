@@ -91,6 +91,7 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
     moment: str, line_before_it: str, then_s: float, switch_at_s: int, tmp_path: Path
 ) -> None:
     state_dir = tmp_path / "demo"
+    aws_port = 5085 + PORT_OFFSET + 10
     demo = subprocess.Popen(
         [*AS_A_BACKGROUND_JOB, sys.executable, "-m", "brokersync_cli.main", "demo", "--headless",
          "--rate", "50", "--duration", str(switch_at_s),
@@ -118,7 +119,7 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
         time.sleep(2)
         os.killpg(demo.pid, signal.SIGKILL)  # nothing of this run outlives the test
         rest = demo.communicate()[0]
-        for pid in _leftover_pids(state_dir, 5085 + PORT_OFFSET + 10):
+        for pid in _leftover_pids(state_dir, aws_port):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         pytest.fail(f"{moment}: still running 120 s after Ctrl-C:\n{''.join(before)[-2000:]}\n--- after ---\n{rest}")
@@ -127,4 +128,4 @@ def test_ctrl_c_at_any_moment_stops_everything_the_demo_started(
     assert demo.returncode == 130, f"{moment}: {rest[-2000:]}"
     assert "everything it started was stopped" in rest, rest[-2000:]
     assert "Traceback" not in rest, rest[-2000:]
-    assert _leftovers(state_dir, 5085 + PORT_OFFSET + 10) == []
+    assert _leftovers(state_dir, aws_port) == []

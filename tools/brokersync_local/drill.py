@@ -214,7 +214,6 @@ class Drill:
             self.sfn,
         )
         self.ledger = dynamodb_ledger(LEDGER_TABLE, region=region, host=endpoint)
-        self.workers = SyncWorkers(self.world, self.settings.topology)
         self.workers.start(log=lambda _m: None, only=("relay",), role_region=pair_region)
         self.sync.start()
         self.ready.set()

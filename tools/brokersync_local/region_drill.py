@@ -59,6 +59,7 @@ class RegionLossDrill(Drill):
     def __init__(self, settings: DrillSettings, out: Callable[[str], None] = print) -> None:
         super().__init__(settings, out)
         self.world: TwoRegionWorld = self._make_world()
+        self.workers = SyncWorkers(self.world, settings.topology)  # the relays of this world's regions
         self.topology = self.world.topology
         self.home = self.world.region_of("primary")
         self.away = self.world.region_of("dr")
@@ -93,7 +94,6 @@ class RegionLossDrill(Drill):
         self.sfn = self._client("stepfunctions", self.home)
         self.sync = self._sync_control(self.home)
         self._use_ledger_in(self.away)
-        self.workers = SyncWorkers(self.world, self.settings.topology)
         for region in (self.home, self.away):
             pids = self.workers.start(log=lambda _m: None, only=("relay",), role_region=region)
             self.world.adopt(region, pids[f"relay-{region}"])

@@ -50,7 +50,9 @@ def test_a_ctrl_c_held_during_a_tear_down_that_ignores_it_stays_ignored() -> Non
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with interrupts_held():
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)  # no KeyboardInterrupt leaves the block
+
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
 
