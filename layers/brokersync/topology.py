@@ -36,6 +36,9 @@ DLQ_ADVISORY_PREFIX = "ActiveMQ.Advisory.MessageDLQd.Queue."
 DEPARTURE_ADVISORY_PREFIXES = (CONSUMED_ADVISORY_PREFIX, EXPIRED_ADVISORY_PREFIX, DLQ_ADVISORY_PREFIX)
 #: Where the relay parks advisories it cannot record (with the reason in a header).
 PARKED_QUEUE = "BROKERSYNC.PARKED"
+#: Where ActiveMQ dead-letters a message unless the broker's policy names another queue (its
+#: shared dead-letter strategy). Operators redrive from it (:mod:`brokersync.redrive`).
+DEAD_LETTER_QUEUE = "ActiveMQ.DLQ"
 #: Prefix of every network connector we render, so a merge can tell ours from the customer's.
 CONNECTOR_PREFIX = "brokersync-"
 
@@ -255,7 +258,8 @@ class Access(_Strict):
     enforce: bool = True
     #: The group of BrokerSync's own broker users: relay, purge, snapshot and the bridge.
     brokersync_group: Group = "brokersync"
-    #: Operator groups that may also write BrokerSync's destinations (replaying parked advisories).
+    #: Operator groups that may also write BrokerSync's destinations (replaying parked advisories),
+    #: and read ``ActiveMQ.DLQ`` (redriving dead-lettered messages, ``brokersync redrive``).
     trusted_groups: list[Group] = Field(default_factory=lambda: ["admins"])
     #: Groups whose consumers publish JSON receipts to BROKERSYNC.RECEIPTS.
     receipt_groups: list[Group] = Field(default_factory=list)

@@ -20,9 +20,16 @@ from brokersync.broker.stomp import BrokerCredentials, StompConnector
 from brokersync.capture.relay import AdvisoryRelay, RelaySettings
 from brokersync.capture.writer import LedgerWriter
 from brokersync.ledger import memory_ledger
-from brokersync.topology import CONSUMED_ADVISORY_PREFIX, CONSUMED_QUEUE, PARKED_QUEUE, RECEIPTS_QUEUE, Topology
+from brokersync.topology import (
+    CONSUMED_ADVISORY_PREFIX,
+    CONSUMED_QUEUE,
+    DEAD_LETTER_QUEUE,
+    PARKED_QUEUE,
+    RECEIPTS_QUEUE,
+    Topology,
+)
 from brokersync_local.browsing import browse
-from brokersync_local.wrapper import APPLICATION_USER, RECEIPT_USER, LocalUser
+from brokersync_local.wrapper import APPLICATION_USER, OPERATOR_USER, RECEIPT_USER, LocalUser
 from tests.integration.stomp_helpers import receive
 
 pytestmark = pytest.mark.broker
@@ -111,6 +118,12 @@ def test_a_receipt_publisher_may_write_receipts_and_nothing_else_of_brokersync(p
     assert not _send_as(RECEIPT_USER, primary, f"/queue/{CONSUMED_QUEUE}")
     assert _send_as(RECEIPT_USER, primary, f"/queue/{RECEIPTS_QUEUE}", "{}")
     receive(primary, RECEIPTS_QUEUE, 1)
+
+
+def test_an_operator_may_read_the_dead_letter_queue_and_an_application_user_may_not(primary: StompConnector) -> None:
+    """The rendered map denies what no entry names: without a grant no client could read the DLQ."""
+    assert _subscribe_as(OPERATOR_USER, primary, f"/queue/{DEAD_LETTER_QUEUE}")
+    assert not _subscribe_as(APPLICATION_USER, primary, f"/queue/{DEAD_LETTER_QUEUE}")
 
 
 def test_an_advisory_a_client_sends_is_parked_as_forged_and_a_real_one_is_captured(

@@ -39,11 +39,13 @@ class LocalUser:
 
 #: The broker users Amazon MQ would hold (it manages users outside the configuration).
 #: ``local`` is BrokerSync's own user, whose secret the local deploy stores; ``app`` is an
-#: application user in the default application group, there to show what is refused.
+#: application user in the default application group, there to show what is refused;
+#: ``operator`` a person in the default trusted group (``brokersync redrive`` runs as one).
 BROKERSYNC_USER = LocalUser("local", "local", "brokersync")
 APPLICATION_USER = LocalUser("app", "local-app", "users")
 RECEIPT_USER = LocalUser("receipts", "local-receipts", "receipt-writers")
-LOCAL_USERS = (BROKERSYNC_USER, APPLICATION_USER, RECEIPT_USER)
+OPERATOR_USER = LocalUser("operator", "local-operator", "admins")
+LOCAL_USERS = (BROKERSYNC_USER, APPLICATION_USER, RECEIPT_USER, OPERATOR_USER)
 #: The password Amazon MQ would give a network connector's ``userName`` (a broker user of the
 #: ``brokersync`` group, ``tuning.bridge.user``); the render names the user on TLS bridges only.
 BRIDGE_PASSWORD = "local-bridge"  # noqa: S105

@@ -49,6 +49,7 @@ from brokersync.render.document import container, core, element
 from brokersync.render.patterns import pattern_matches
 from brokersync.topology import (
     CONSUMED_QUEUE,
+    DEAD_LETTER_QUEUE,
     DEPARTURE_ADVISORY_PREFIXES,
     PARKED_QUEUE,
     RECEIPTS_QUEUE,
@@ -134,6 +135,12 @@ def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
         # An active-active queue's inflow takes the peer's copies whichever role this broker plays.
         writers = ours if accepts_copies or queue.copies_both_ways else ()
         entries += [Grant("queue", name, ours, writers, ours) for name in topology.copy_names(queue)]
+    if access.trusted_groups:
+        # Rendered authorization denies every destination no entry names, so without this no
+        # client could read the dead letters: only the web console (JMX, unchecked) could, and
+        # its Retry keeps the message id, which the DR broker then drops (brokersync.redrive).
+        operators = tuple(access.trusted_groups)
+        entries.append(Grant("queue", DEAD_LETTER_QUEUE, operators, operators, operators))
     shared = _dedupe(ours, apps)
     entries += [Grant("queue", p, shared, shared, shared) for p in access.application_queues]
     entries += [Grant("topic", p, shared, shared, shared) for p in access.application_topics]
