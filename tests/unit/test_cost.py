@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from brokersync.topology import load_topology
 from brokersync_cli.cost import load_prices, monthly_cost
+from brokersync_cli.main import main
 
 
 def test_ledger_writes_scale_with_the_rate_and_the_loops_do_not() -> None:
@@ -16,6 +18,37 @@ def test_ledger_writes_scale_with_the_rate_and_the_loops_do_not() -> None:
     assert high["ledger_writes"] == pytest.approx(10 * low["ledger_writes"], rel=0.01)
     assert high["purge_lambda"] == low["purge_lambda"]
     assert high["purge_loop_transitions"] == low["purge_loop_transitions"]
+
+
+def test_pointer_polls_scale_with_the_synced_queues_and_not_with_the_rate() -> None:
+    one, ten = monthly_cost(100)["usd_per_month"], monthly_cost(100, queues=10)["usd_per_month"]
+
+    assert ten["ledger_pointer_polls"] == pytest.approx(10 * one["ledger_pointer_polls"], rel=0.02)
+    assert monthly_cost(1000)["usd_per_month"]["ledger_pointer_polls"] == one["ledger_pointer_polls"]
+    assert ten["ledger_writes"] == one["ledger_writes"]
+
+
+def test_cost_counts_the_queues_the_topology_captures(project_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    topology = project_root / "topology.yaml"
+
+    assert main(["cost", "--rate", "100", "--topology", str(topology)]) == 0
+
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["captured_queues_from"] == str(topology)
+    assert printed["estimates"][0]["captured_queues"] == len(load_topology(topology).captured_queues)
+
+
+def test_cost_without_a_topology_file_prices_one_queue_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BROKERSYNC_TOPOLOGY", raising=False)
+
+    assert main(["cost", "--rate", "100"]) == 0
+
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["estimates"][0]["captured_queues"] == 1
+    assert "no --queues" in printed["captured_queues_from"]
 
 
 def test_a_purge_loop_that_stays_in_its_task_costs_cents_a_day() -> None:

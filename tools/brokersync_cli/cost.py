@@ -1,7 +1,8 @@
 """``brokersync cost --rate R``: what the BrokerSync stacks cost a month at R msg/s, and why.
 
 A model, not a bill: each line is a measured figure (write units per 1,000 messages from
-``bench/capture.py``, the function's loop budget) times a published on-demand price. The
+``bench/capture.py``, the function's loop budget, the purge loop's polls of each synced
+queue) times a published on-demand price. The
 prices are us-east-1 list prices as published when this was written; pass ``--prices
 FILE.json`` with today's to refresh them. The brokers themselves are not included: the pair
 exists with or without BrokerSync.
@@ -16,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, RELAY_BILLED_SECONDS, RELAY_SCHEDULE_PERIOD_S
+from brokersync.purge.service import PurgeSettings
 from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
+#: What DynamoDB charges an eventually consistent read of up to 4 KB, and so the least a Query
+#: costs even when it finds nothing: half a read request unit.
+EVENTUALLY_CONSISTENT_READ_UNITS = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,13 @@ class Usage:
     capture_write_units_per_1000: float = 36.0
     #: Purge marks: the same set-ADD shape as capture (docs, "The ledger"), per 1,000 messages.
     mark_write_units_per_1000: float = 22.0
+    #: The capture and marks items the purge reads for the keys it removes.
     read_units_per_1000: float = 10.0
+    #: Work-pointer queries per synced queue per second, with traffic or without: the purge loop
+    #: reads every synced queue's pointers each round, and a round that finds nothing is followed
+    #: by a pause of ``PurgeSettings.idle_sleep_s`` (tests/unit/purge/test_service.py holds the
+    #: loop to it). An upper bound: a round's own time comes on top of the pause.
+    pointer_polls_per_queue_per_s: float = 1 / PurgeSettings.idle_sleep_s
     ledger_bytes_per_key: float = 45.0  # capture element + mark element + pointer share
     retention_days: float = 7.0  # the ledger's TTL
     message_bytes: float = 1024.0
@@ -66,8 +77,15 @@ class Usage:
     glue_dpu_hours_per_run: float = 2 * 10 / 60  # 2 G.1X workers for about 10 minutes
 
 
-def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None = None) -> dict[str, Any]:
-    """Dollars a month per line item for both stacks at ``rate`` msg/s, and their total."""
+def monthly_cost(
+    rate: float, prices: Prices | None = None, usage: Usage | None = None, *, queues: int = 1
+) -> dict[str, Any]:
+    """Dollars a month per line item for both stacks at ``rate`` msg/s over ``queues`` synced queues, and their total.
+
+    The rate is the pair's total. What grows with the queues rather than the messages is the
+    purge loop's polling: each synced queue's work pointers are read several times a second
+    whether or not anything was consumed from it.
+    """
     p, u = prices or Prices(), usage or Usage()
     messages = rate * SECONDS_PER_MONTH
     thousands = messages / 1000
@@ -79,6 +97,12 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
     lines = {
         "ledger_writes": writes * (p.usd_per_million_write_units + p.usd_per_million_replicated_write_units),
         "ledger_reads": thousands * u.read_units_per_1000 / 1e6 * p.usd_per_million_read_units,
+        "ledger_pointer_polls": queues
+        * u.pointer_polls_per_queue_per_s
+        * SECONDS_PER_MONTH
+        * EVENTUALLY_CONSISTENT_READ_UNITS
+        / 1e6
+        * p.usd_per_million_read_units,
         "ledger_storage_and_pitr": 2 * table_gb * (p.usd_per_gb_month_storage + p.usd_per_gb_month_pitr),
         "ledger_replication_transfer": table_gb / u.retention_days * 30 * p.usd_per_gb_inter_region,
         "relay_lambda": u.function_gb
@@ -105,6 +129,7 @@ def monthly_cost(rate: float, prices: Prices | None = None, usage: Usage | None 
     rounded = {name: round(value, 2) for name, value in lines.items()}
     return {
         "rate_msgs_per_s": rate,
+        "captured_queues": queues,
         "usd_per_month": rounded,
         "total_usd_per_month": round(sum(lines.values()), 2),
         "purge_loop_usd_per_day": round(lines["purge_loop_transitions"] / 30, 3),
@@ -135,5 +160,5 @@ def load_prices(path: Path | None) -> Prices:
     return Prices(**given)
 
 
-def report(rates: list[float], prices: Prices) -> dict[str, Any]:
-    return {"estimates": [monthly_cost(rate, prices) for rate in rates], "prices_used": asdict(prices)}
+def report(rates: list[float], prices: Prices, *, queues: int = 1) -> dict[str, Any]:
+    return {"estimates": [monthly_cost(rate, prices, queues=queues) for rate in rates], "prices_used": asdict(prices)}

@@ -67,8 +67,22 @@ def _cmd_cost(args: argparse.Namespace) -> int:
 
     with user_input(f"--prices {args.prices}"):
         prices = load_prices(args.prices)
-    print(json.dumps(report(args.rate or [100.0, 1000.0], prices), indent=2))
+    queues, source = args.queues, "--queues"
+    if queues is None:
+        queues, source = _captured_queue_count(args.topology or operations.default_topology())
+    estimates = report(args.rate or [100.0, 1000.0], prices, queues=queues)
+    print(json.dumps({"captured_queues_from": source, **estimates}, indent=2))
     return 0
+
+
+def _captured_queue_count(path: str) -> tuple[int, str]:
+    """How many queues the topology file captures, and where that came from: 1 without the file."""
+    from brokersync.topology import load_topology  # noqa: PLC0415
+
+    if not Path(path).exists():
+        return 1, f"no --queues and no {path}: 1"
+    with user_input(f"--topology {path}"):
+        return len(load_topology(path).captured_queues), path
 
 
 def _cmd_copy_burst(args: argparse.Namespace) -> int:
@@ -323,6 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--rate", type=positive("msg/s"), action="append", help="msg/s (repeatable; default 100 and 1000)"
     )
     cost.add_argument("--prices", type=Path, default=None, help="JSON file overriding prices by name")
+    cost.add_argument(
+        "--queues",
+        type=count,
+        default=None,
+        help="synced queues the purge removes from (default: those --topology captures; 1 without the file):"
+        " the purge loop reads each one's work pointers five times a second, busy or not",
+    )
+    cost.add_argument(
+        "--topology",
+        help=f"topology file to count the synced queues in (default: ${operations.ENV_TOPOLOGY}, else topology.yaml"
+        " when there is one)",
+    )
     cost.set_defaults(func=_cmd_cost)
     return parser
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,11 +17,13 @@ from ulid import ULID
 from brokersync.broker.statistics import QueueStats
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.ledger import Ledger, LedgerEntry, memory_ledger
+from brokersync.ledger.backend import Pointer
 from brokersync.metrics import RecordingMetrics
 from brokersync.purge.late_copies import LateCopySweep
 from brokersync.purge.remover import PurgeInvariantError, RemovalResult, RemoverSettings, SelectorRemover
 from brokersync.purge.service import PurgeService, PurgeSettings, QueueReport
 from brokersync.topology import Queue, load_topology
+from brokersync_cli.cost import Usage
 from tests.fake_clock import FakeClock
 from tests.unit.purge.test_remover_frames import ScriptedConnector
 
@@ -641,6 +644,28 @@ def test_a_catch_up_holds_nothing(topology_path: Path) -> None:
     report = service.run(max_seconds=5, stop_when_stalled=True)
 
     assert (report.purged, report.pending) == (30, 0)
+
+
+def test_an_idle_loop_reads_each_queue_s_pointers_at_most_once_per_idle_pause(topology_path: Path) -> None:
+    """What ``brokersync cost`` prices per synced queue (``Usage.pointer_polls_per_queue_per_s``)."""
+    service, ledger = _service(topology_path, FakeDR())
+    polled: list[str] = []
+    pointers = ledger.backend.pointers
+
+    def counted(queue: str, limit: int, after: str | None = None) -> list[Pointer]:
+        polled.append(queue)
+        return pointers(queue, limit, after)
+
+    ledger.backend.pointers = counted  # type: ignore[method-assign]
+    began = time.monotonic()
+    service.run(max_seconds=1.0)
+    seconds = time.monotonic() - began
+
+    per_queue = Counter(polled)
+    assert set(per_queue) == {q.name for q in service.topology.captured_queues}
+    pauses = seconds * Usage().pointer_polls_per_queue_per_s
+    for count in per_queue.values():
+        assert pauses / 2 <= count <= pauses + 1
 
 
 def test_a_run_near_its_end_holds_nothing(topology_path: Path) -> None:
