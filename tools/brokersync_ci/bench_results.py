@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from brokersync_ci.relative_cost import depth_ratio_over_application, over_application
+from brokersync_local.interrupts import interrupts_stop_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -51,12 +52,18 @@ def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int | None
 
 
 def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
-    """``measure`` run ``repeat`` times: the first run's figures, each run whole, and the spread."""
+    """``measure`` run ``repeat`` times: the first run's figures, each run whole, and the spread.
+
+    Ctrl-C and ``kill PID`` stop a run through its tear-down (its pairs and processes are
+    context managers): without this, SIGTERM ended the bench at once and left its brokers and
+    its AWS emulator running, on ports the next run of it then found taken.
+    """
     runs = []
-    for i in range(max(1, repeat)):
-        if repeat > 1:
-            log(f"run {i + 1} of {repeat}")
-        runs.append(measure())
+    with interrupts_stop_runs():
+        for i in range(max(1, repeat)):
+            if repeat > 1:
+                log(f"run {i + 1} of {repeat}")
+            runs.append(measure())
     if len(runs) == 1:
         return runs[0]
     return {**runs[0], "runs": runs, "spread": spread(runs)}

@@ -37,6 +37,25 @@ def stop_on_interrupt() -> None:
 
 
 @contextlib.contextmanager
+def interrupts_stop_runs() -> Iterator[None]:
+    """:func:`stop_on_interrupt` for the block, the handlers before it restored after (a bench's runs).
+
+    Off the main thread (where signals are not delivered, and handlers cannot be set), nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOPPING_SIGNALS}
+    stop_on_interrupt()
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            # None: a handler not set from Python, which the default stands for.
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+@contextlib.contextmanager
 def interrupts_ignored() -> Iterator[None]:
     """Tear-down finishes even when Ctrl-C is pressed again: a half-stopped world leaks processes."""
     if threading.current_thread() is not threading.main_thread():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brokersync.topology import load_topology
-from brokersync_local.interrupts import interrupts_held
+from brokersync_local.interrupts import interrupts_held, interrupts_stop_runs
 from brokersync_local.pids import pids_with_argument
 from brokersync_local.world import LocalWorld
 
@@ -44,6 +44,27 @@ def test_a_block_without_an_interrupt_ends_quietly(ctrl_c_raises: None) -> None:
         pass
 
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_kill_during_a_bench_s_runs_stops_them_through_their_tear_down() -> None:
+    torn_down = []
+
+    with pytest.raises(KeyboardInterrupt), interrupts_stop_runs():
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        finally:
+            torn_down.append("the pair")
+
+    assert torn_down == ["the pair"]
+
+
+def test_a_bench_s_runs_leave_the_signal_handlers_as_they_found_them() -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    with interrupts_stop_runs():
+        assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
+
+    assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} == before
 
 
 def test_a_ctrl_c_held_during_a_tear_down_that_ignores_it_stays_ignored() -> None:
