@@ -643,10 +643,11 @@ def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
     model's (``brokersync cost``), spread over the messages of a month at ``rate``.
     """
     counted = step["ledger_write_units_per_1000"]
-    usage = Usage(capture_write_units_per_1000=counted["relay"], mark_write_units_per_1000=counted["purge"])
+    usage = Usage(relay_units_per_message=counted["relay"] / 1000, purge_units_per_message=counted["purge"] / 1000)
     month = monthly_cost(rate, usage=usage)
     per_million = 1e6 / (rate * SECONDS_PER_MONTH)
-    named = ("ledger_writes", "ledger_reads", "ledger_storage_and_pitr", "ledger_replication_transfer",
+    named = ("ledger_writes", "ledger_reads", "ledger_pointer_polls", "ledger_storage_and_pitr",
+             "ledger_replication_transfer",
              "relay_lambda", "purge_lambda", "probe_lambda", "lambda_requests", "purge_loop_transitions",
              "cloudwatch_metrics_alarms_dashboards")  # fmt: skip
     lines = month["usd_per_month"]

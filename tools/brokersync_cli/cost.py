@@ -16,11 +16,16 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from brokersync.capture.relay import RelaySettings
 from brokersync.config import DEFAULT_PURGE_MAX_SECONDS, RELAY_BILLED_SECONDS, RELAY_SCHEDULE_PERIOD_S
 from brokersync.purge.service import PurgeSettings
 from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
+#: A relay writes a queue's batch every flush interval while that queue has traffic.
+RELAY_BATCHES_PER_S = 1 / RelaySettings.flush_interval_s
+#: A purge round that found work is followed by the next one ``idle_sleep_s`` after it began.
+PURGE_ROUNDS_PER_S = 1 / PurgeSettings.idle_sleep_s
 #: What DynamoDB charges an eventually consistent read of up to 4 KB, and so the least a Query
 #: costs even when it finds nothing: half a read request unit.
 EVENTUALLY_CONSISTENT_READ_UNITS = 0.5
@@ -49,10 +54,17 @@ class Prices:
 class Usage:
     """What the stacks do per message and per month, from measurements and the template."""
 
-    #: bench/capture.py: capture items plus work pointers, per 1,000 messages.
-    capture_write_units_per_1000: float = 36.0
-    #: Purge marks: the same set-ADD shape as capture (docs, "The ledger"), per 1,000 messages.
-    mark_write_units_per_1000: float = 22.0
+    #: The ledger's write units, fitted to the sync bench's counts at 50 to 1,000 msg/s on one
+    #: queue (bench/results/sync_write_units_by_rate.json; tests/unit/test_cost.py refits and
+    #: compares). Each relay batch (four a second while a queue has traffic) writes a work
+    #: pointer, an audit count and each 250 ms item it touches, however few messages it holds;
+    #: each purge round that removes something writes marks items and deletes pointers. So a
+    #: quiet queue costs more per message than a busy one: per queue, ``min(rate, batches a
+    #: second)`` times the units per batch, plus the units per message.
+    relay_units_per_batch: float = 3.051
+    relay_units_per_message: float = 0.0345
+    purge_units_per_round: float = 0.990
+    purge_units_per_message: float = 0.0353
     #: The capture and marks items the purge reads for the keys it removes.
     read_units_per_1000: float = 10.0
     #: Work-pointer queries per synced queue per second, with traffic or without: the purge loop
@@ -77,6 +89,16 @@ class Usage:
     glue_dpu_hours_per_run: float = 2 * 10 / 60  # 2 G.1X workers for about 10 minutes
 
 
+def ledger_write_units_per_s(rate: float, queues: int, usage: Usage) -> float:
+    """The relay's and the purge's write units a second at ``rate`` msg/s spread evenly over ``queues``."""
+    if rate <= 0 or queues <= 0:
+        return 0.0
+    per_queue = rate / queues
+    relay = min(per_queue, RELAY_BATCHES_PER_S) * usage.relay_units_per_batch
+    purge = min(per_queue, PURGE_ROUNDS_PER_S) * usage.purge_units_per_round
+    return queues * (relay + purge) + rate * (usage.relay_units_per_message + usage.purge_units_per_message)
+
+
 def monthly_cost(
     rate: float, prices: Prices | None = None, usage: Usage | None = None, *, queues: int = 1
 ) -> dict[str, Any]:
@@ -93,7 +115,7 @@ def monthly_cost(
     purge_invocations = SECONDS_PER_MONTH / u.purge_seconds_per_invocation
     relay_invocations = SECONDS_PER_MONTH / RELAY_SCHEDULE_PERIOD_S
     probe_invocations = 2 * SECONDS_PER_MONTH / 60  # both regions, every minute
-    writes = thousands * (u.capture_write_units_per_1000 + u.mark_write_units_per_1000) / 1e6
+    writes = ledger_write_units_per_s(rate, queues, u) * SECONDS_PER_MONTH / 1e6
     lines = {
         "ledger_writes": writes * (p.usd_per_million_write_units + p.usd_per_million_replicated_write_units),
         "ledger_reads": thousands * u.read_units_per_1000 / 1e6 * p.usd_per_million_read_units,
