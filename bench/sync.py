@@ -643,7 +643,13 @@ def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
     model's (``brokersync cost``), spread over the messages of a month at ``rate``.
     """
     counted = step["ledger_write_units_per_1000"]
-    usage = Usage(relay_units_per_message=counted["relay"] / 1000, purge_units_per_message=counted["purge"] / 1000)
+    # This run's counts are the whole of it, its batches' share included: no fitted fixed part on top.
+    usage = Usage(
+        relay_units_per_batch=0.0,
+        relay_units_per_message=counted["relay"] / 1000,
+        purge_units_per_round=0.0,
+        purge_units_per_message=counted["purge"] / 1000,
+    )
     month = monthly_cost(rate, usage=usage)
     per_million = 1e6 / (rate * SECONDS_PER_MONTH)
     named = ("ledger_writes", "ledger_reads", "ledger_pointer_polls", "ledger_storage_and_pitr",

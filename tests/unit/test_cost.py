@@ -11,12 +11,14 @@ from brokersync.topology import load_topology
 from brokersync_cli.cost import (
     PURGE_ROUNDS_PER_S,
     RELAY_BATCHES_PER_S,
+    SECONDS_PER_MONTH,
     Usage,
     ledger_write_units_per_s,
     load_prices,
     monthly_cost,
 )
 from brokersync_cli.main import main
+from tests.integration.bench_modules import load_bench
 
 
 def test_ledger_writes_grow_with_the_rate_less_than_in_proportion_and_the_loops_do_not() -> None:
@@ -107,6 +109,16 @@ def test_a_quiet_queue_costs_its_batches_and_rounds_whatever_else_is_synced() ->
 
     fixed = usage.relay_units_per_batch * RELAY_BATCHES_PER_S + usage.purge_units_per_round * PURGE_ROUNDS_PER_S
     assert ten_quiet - one_busy == pytest.approx(9 * fixed)
+
+
+def test_the_sync_bench_s_bill_prices_its_own_counted_writes_and_nothing_fitted_on_top() -> None:
+    bill = load_bench("sync").bill
+    counted = {"ledger_write_units_per_1000": {"relay": 50.0, "purge": 40.0}}
+
+    writes = bill(1000.0, counted)["usd_per_month_by_line"]["ledger_writes"]
+
+    units_per_s = (50.0 + 40.0) * 1000.0 / 1000
+    assert writes == pytest.approx(units_per_s * SECONDS_PER_MONTH / 1e6 * 2 * 0.625, abs=0.01)
 
 
 def test_a_purge_loop_that_stays_in_its_task_costs_cents_a_day() -> None:
