@@ -638,7 +638,7 @@ def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
     """The AWS bill per million messages synced at ``rate``: the cost model with this run's counted ledger writes.
 
     The ledger's write units are counted per request in the relay and the purge (capture
-    items and pointers, purge marks); everything that runs on a schedule whatever the rate
+    items, pointers and audit counts; marks and pointer deletes); everything that runs on a schedule whatever the rate
     (the relay every minute, the purge loop, the probe, metrics and alarms) is the cost
     model's (``brokersync cost``), spread over the messages of a month at ``rate``.
     """

@@ -75,6 +75,17 @@ class CountingLedger:
         self.inner = inner
         self.write_units = write_units
         self.reads = reads
+        # ``pending`` deletes the work pointers it finished inside the ledger, where no report
+        # counts them; DynamoDB bills a delete by the item it removes, and a pointer is under 1 KB.
+        backend = inner.backend
+        delete_pointer = backend.delete_pointer
+
+        def counted_delete(queue: str, sk: str) -> None:
+            delete_pointer(queue, sk)
+            with write_units.get_lock():
+                write_units.value += 1
+
+        backend.delete_pointer = counted_delete
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
