@@ -1,8 +1,8 @@
 """``brokersync cost --rate R``: what the BrokerSync stacks cost a month at R msg/s, and why.
 
-A model, not a bill: each line is a measured figure (write units per 1,000 messages from
-``bench/capture.py``, the function's loop budget, the purge loop's polls of each synced
-queue) times a published on-demand price. The
+A model, not a bill: each line is a measured figure (the ledger's write units as the sync
+bench counted them at each rate, the functions' loop budgets, the purge loop's polls of each
+synced queue) times a published on-demand price. The
 prices are us-east-1 list prices as published when this was written; pass ``--prices
 FILE.json`` with today's to refresh them. The brokers themselves are not included: the pair
 exists with or without BrokerSync.
@@ -104,9 +104,10 @@ def monthly_cost(
 ) -> dict[str, Any]:
     """Dollars a month per line item for both stacks at ``rate`` msg/s over ``queues`` synced queues, and their total.
 
-    The rate is the pair's total. What grows with the queues rather than the messages is the
-    purge loop's polling: each synced queue's work pointers are read several times a second
-    whether or not anything was consumed from it.
+    The rate is the pair's total, spread evenly. What grows with the queues rather than the
+    messages: each queue with traffic has its own relay batches and purge rounds, whose writes
+    carry a fixed part however few messages they hold, and the purge loop reads each synced
+    queue's work pointers several times a second whether or not anything was consumed from it.
     """
     p, u = prices or Prices(), usage or Usage()
     messages = rate * SECONDS_PER_MONTH

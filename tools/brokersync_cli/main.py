@@ -341,8 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--queues",
         type=count,
         default=None,
-        help="synced queues the purge removes from (default: those --topology captures; 1 without the file):"
-        " the purge loop reads each one's work pointers five times a second, busy or not",
+        help="synced queues sharing the rate evenly (default: those --topology captures; 1 without the file):"
+        " each has its own relay batches and purge rounds, whose writes cost the same however few messages they"
+        " carry, and the purge loop reads each one's work pointers five times a second, busy or not",
     )
     cost.add_argument(
         "--topology",
