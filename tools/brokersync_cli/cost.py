@@ -61,10 +61,10 @@ class Usage:
     #: each purge round that removes something writes marks items and deletes pointers. So a
     #: quiet queue costs more per message than a busy one: per queue, ``min(rate, batches a
     #: second)`` times the units per batch, plus the units per message.
-    relay_units_per_batch: float = 3.051
-    relay_units_per_message: float = 0.0345
-    purge_units_per_round: float = 0.990
-    purge_units_per_message: float = 0.0353
+    relay_units_per_batch: float = 3.009
+    relay_units_per_message: float = 0.0353
+    purge_units_per_round: float = 1.679
+    purge_units_per_message: float = 0.0354
     #: The capture and marks items the purge reads for the keys it removes.
     read_units_per_1000: float = 10.0
     #: Work-pointer queries per synced queue per second, with traffic or without: the purge loop
