@@ -638,9 +638,10 @@ def bill(rate: float, step: dict[str, Any]) -> dict[str, Any]:
     """The AWS bill per million messages synced at ``rate``: the cost model with this run's counted ledger writes.
 
     The ledger's write units are counted per request in the relay and the purge (capture
-    items, pointers and audit counts; marks and pointer deletes); everything that runs on a schedule whatever the rate
-    (the relay every minute, the purge loop, the probe, metrics and alarms) is the cost
-    model's (``brokersync cost``), spread over the messages of a month at ``rate``.
+    items, pointers and audit counts; marks and pointer deletes); everything that runs on a
+    schedule whatever the rate (the relay every minute, the purge loop, the probe, metrics and
+    alarms) is the cost model's (``brokersync cost``), spread over the messages of a month at
+    ``rate``.
     """
     counted = step["ledger_write_units_per_1000"]
     # This run's counts are the whole of it, its batches' share included: no fitted fixed part on top.

@@ -37,7 +37,7 @@ DEPARTURE_ADVISORY_PREFIXES = (CONSUMED_ADVISORY_PREFIX, EXPIRED_ADVISORY_PREFIX
 #: Where the relay parks advisories it cannot record (with the reason in a header).
 PARKED_QUEUE = "BROKERSYNC.PARKED"
 #: Where ActiveMQ dead-letters a message unless the broker's policy names another queue (its
-#: shared dead-letter strategy). Operators redrive from it (:mod:`brokersync.redrive`).
+#: shared dead-letter strategy). Operators send its messages again from it (the runbook).
 DEAD_LETTER_QUEUE = "ActiveMQ.DLQ"
 #: Prefix of every network connector we render, so a merge can tell ours from the customer's.
 CONNECTOR_PREFIX = "brokersync-"
@@ -259,7 +259,7 @@ class Access(_Strict):
     #: The group of BrokerSync's own broker users: relay, purge, snapshot and the bridge.
     brokersync_group: Group = "brokersync"
     #: Operator groups that may also write BrokerSync's destinations (replaying parked advisories),
-    #: and read ``ActiveMQ.DLQ`` (redriving dead-lettered messages, ``brokersync redrive``).
+    #: and read ``ActiveMQ.DLQ`` (sending dead-lettered messages again as new ones).
     trusted_groups: list[Group] = Field(default_factory=lambda: ["admins"])
     #: Groups whose consumers publish JSON receipts to BROKERSYNC.RECEIPTS.
     receipt_groups: list[Group] = Field(default_factory=list)

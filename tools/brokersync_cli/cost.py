@@ -24,7 +24,8 @@ from brokersync.text_files import read_text_file
 SECONDS_PER_MONTH = 30 * 24 * 3600
 #: A relay writes a queue's batch every flush interval while that queue has traffic.
 RELAY_BATCHES_PER_S = 1 / RelaySettings.flush_interval_s
-#: A purge round that found work is followed by the next one ``idle_sleep_s`` after it began.
+#: Purge rounds a second: a round that found nothing pauses ``idle_sleep_s``, and one that
+#: caught up is followed by the next ``idle_sleep_s`` after it began.
 PURGE_ROUNDS_PER_S = 1 / PurgeSettings.idle_sleep_s
 #: What DynamoDB charges an eventually consistent read of up to 4 KB, and so the least a Query
 #: costs even when it finds nothing: half a read request unit.
@@ -68,10 +69,9 @@ class Usage:
     #: The capture and marks items the purge reads for the keys it removes.
     read_units_per_1000: float = 10.0
     #: Work-pointer queries per synced queue per second, with traffic or without: the purge loop
-    #: reads every synced queue's pointers each round, and a round that finds nothing is followed
-    #: by a pause of ``PurgeSettings.idle_sleep_s`` (tests/unit/purge/test_service.py holds the
-    #: loop to it). An upper bound: a round's own time comes on top of the pause.
-    pointer_polls_per_queue_per_s: float = 1 / PurgeSettings.idle_sleep_s
+    #: reads every synced queue's pointers in each of its rounds (tests/unit/purge/test_service.py
+    #: holds the idle loop to it). An upper bound: a round's own time comes on top of the pause.
+    pointer_polls_per_queue_per_s: float = PURGE_ROUNDS_PER_S
     ledger_bytes_per_key: float = 45.0  # capture element + mark element + pointer share
     retention_days: float = 7.0  # the ledger's TTL
     message_bytes: float = 1024.0

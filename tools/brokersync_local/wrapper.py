@@ -40,7 +40,7 @@ class LocalUser:
 #: The broker users Amazon MQ would hold (it manages users outside the configuration).
 #: ``local`` is BrokerSync's own user, whose secret the local deploy stores; ``app`` is an
 #: application user in the default application group, there to show what is refused;
-#: ``operator`` a person in the default trusted group (``brokersync redrive`` runs as one).
+#: ``operator`` a person in the default trusted group, who may read ``ActiveMQ.DLQ``.
 BROKERSYNC_USER = LocalUser("local", "local", "brokersync")
 APPLICATION_USER = LocalUser("app", "local-app", "users")
 RECEIPT_USER = LocalUser("receipts", "local-receipts", "receipt-writers")

@@ -138,7 +138,7 @@ def grants(topology: Topology, *, accepts_copies: bool = True) -> list[Grant]:
     if access.trusted_groups:
         # Rendered authorization denies every destination no entry names, so without this no
         # client could read the dead letters: only the web console (JMX, unchecked) could, and
-        # its Retry keeps the message id, which the DR broker then drops (brokersync.redrive).
+        # its Retry keeps the message id, which the DR broker then drops (decision 0043, the runbook).
         operators = tuple(access.trusted_groups)
         entries.append(Grant("queue", DEAD_LETTER_QUEUE, operators, operators, operators))
     shared = _dedupe(ours, apps)
