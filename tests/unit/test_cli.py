@@ -172,6 +172,7 @@ def test_a_warm_up_that_is_not_0_or_more_seconds_is_a_usage_error(warm_up: str) 
         ["cost", "--rate", "0"],
         ["cost", "--rate", "inf"],
         ["cost", "--rate", "nan"],
+        ["cost", "--rate", "1e308"],
         ["drill", "--mode", "failover", "--rate", "0"],
         ["drill", "--mode", "failover", "--duration", "-3"],
         ["drill", "--mode", "failover", "--kill-at", "-1"],
@@ -190,6 +191,18 @@ def test_a_number_that_cannot_be_meant_is_a_usage_error_naming_the_option(
 
     assert exited.value.code == 2
     assert f"argument {argv[-2]}: " in capsys.readouterr().err
+
+
+def test_a_cost_whose_prices_overflow_a_month_is_a_usage_error_not_infinity_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"usd_per_million_write_units": 1e308}))
+
+    assert main(["cost", "--rate", "1000", "--prices", str(prices)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "overflows" in captured.err
 
 
 def test_a_cost_at_a_positive_rate_is_still_priced(capsys: pytest.CaptureFixture[str]) -> None:

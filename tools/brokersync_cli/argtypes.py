@@ -23,13 +23,19 @@ def _number(text: str, what: str) -> float:
     return value
 
 
-def positive(what: str) -> Callable[[str], float]:
-    """More than 0 (a rate, a duration, a timeout, a poll interval)."""
+def positive(what: str, *, most: float | None = None) -> Callable[[str], float]:
+    """More than 0 (a rate, a duration, a timeout, a poll interval), and at most ``most`` when given.
+
+    A bound keeps a figure derived from the value finite: ``brokersync cost --rate 1e308``
+    priced a month at ``Infinity``, which is not JSON.
+    """
 
     def parse(text: str) -> float:
         value = _number(text, what)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text} is not more than 0 {what}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"{text} is more than {most:,.0f} {what}")
         return value
 
     parse.__name__ = f"positive {what}"  # argparse names the type in its message

@@ -22,6 +22,9 @@ from brokersync.purge.service import PurgeSettings
 from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
+#: The most msg/s the estimate takes: well above what one Amazon MQ broker ingests, and low
+#: enough that every line stays a finite number of dollars at the default prices.
+MAX_RATE = 1_000_000.0
 #: A relay writes a queue's batch every flush interval while that queue has traffic.
 RELAY_BATCHES_PER_S = 1 / RelaySettings.flush_interval_s
 #: Purge rounds a second: a round that found nothing pauses ``idle_sleep_s``, and one that
@@ -184,4 +187,12 @@ def load_prices(path: Path | None) -> Prices:
 
 
 def report(rates: list[float], prices: Prices, *, queues: int = 1) -> dict[str, Any]:
-    return {"estimates": [monthly_cost(rate, prices, queues=queues) for rate in rates], "prices_used": asdict(prices)}
+    """Every rate's estimate; ``ValueError`` when one overflows, which JSON could only print as ``Infinity``."""
+    estimates = [monthly_cost(rate, prices, queues=queues) for rate in rates]
+    for estimate in estimates:
+        if not math.isfinite(estimate["total_usd_per_month"]):
+            raise ValueError(
+                f"at {estimate['rate_msgs_per_s']:g} msg/s over {queues} queues with these prices the month "
+                "overflows a number of dollars: give a smaller rate, fewer queues or smaller prices"
+            )
+    return {"estimates": estimates, "prices_used": asdict(prices)}

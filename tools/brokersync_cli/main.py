@@ -23,6 +23,7 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.text_files import read_text_file
 from brokersync_cli import operations, reconcile
 from brokersync_cli.argtypes import count, non_negative, port, positive
+from brokersync_cli.cost import MAX_RATE
 from brokersync_cli.errors import UsageError
 
 
@@ -70,7 +71,8 @@ def _cmd_cost(args: argparse.Namespace) -> int:
     queues, source = args.queues, "--queues"
     if queues is None:
         queues, source = _captured_queue_count(args.topology or operations.default_topology())
-    estimates = report(args.rate or [100.0, 1000.0], prices, queues=queues)
+    with user_input("brokersync cost"):
+        estimates = report(args.rate or [100.0, 1000.0], prices, queues=queues)
     print(json.dumps({"captured_queues_from": source, **estimates}, indent=2))
     return 0
 
@@ -334,7 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
     cost.add_argument(
-        "--rate", type=positive("msg/s"), action="append", help="msg/s (repeatable; default 100 and 1000)"
+        "--rate",
+        type=positive("msg/s", most=MAX_RATE),
+        action="append",
+        help=f"msg/s, at most {MAX_RATE:,.0f} (repeatable; default 100 and 1000)",
     )
     cost.add_argument("--prices", type=Path, default=None, help="JSON file overriding prices by name")
     cost.add_argument(
