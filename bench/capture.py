@@ -293,4 +293,4 @@ def _progress(line: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench_results.exit_code(main))

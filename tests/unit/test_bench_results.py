@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from brokersync_ci.bench_results import (
+    INTERRUPTED_EXIT,
     REQUIRED,
     alternating,
     commit,
+    exit_code,
     load,
     measured_changes,
     performance_page,
@@ -215,3 +217,27 @@ def test_any_other_change_does() -> None:
     changed = " M layers/brokersync/purge/remover.py\nR  bench/results/a.json -> bench/a.json\n"
 
     assert measured_changes(changed) == ["layers/brokersync/purge/remover.py", "bench/a.json"]
+
+
+def test_a_bench_stopped_by_an_interrupt_exits_130_with_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    assert exit_code(interrupted) == INTERRUPTED_EXIT == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def test_a_bench_that_returns_gives_its_own_exit_code() -> None:
+    assert exit_code(lambda: 3) == 3
+    assert exit_code(lambda: None) == 0
+
+
+def test_every_bench_exits_through_the_interrupt_handling_wrapper() -> None:
+    for bench in sorted((ROOT / "bench").glob("*.py")):
+        if bench.name == "sync_functions.py":  # a worker the sync bench starts, not a bench of its own
+            continue
+        assert "sys.exit(bench_results.exit_code(main))" in bench.read_text(), bench.name

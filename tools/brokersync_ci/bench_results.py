@@ -51,6 +51,28 @@ def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int | None
     parser.add_argument("--no-record", action="store_true", help="print the JSON only, write no results file")
 
 
+#: What a shell reports for a process ended by SIGINT; a bench stopped by Ctrl-C or ``kill`` exits with it.
+INTERRUPTED_EXIT = 130
+
+
+def exit_code(main: Callable[[], int | None]) -> int:
+    """Run a bench's ``main`` and give its exit code; stopped by Ctrl-C or ``kill``, one line and 130.
+
+    :func:`run_repeated` turns both signals into KeyboardInterrupt so that the runs' pairs and
+    processes are torn down on the way out. Once they are, the traceback says nothing a user
+    can act on: what they need to know is that the bench stopped and that the run under way
+    wrote no results.
+    """
+    try:
+        return main() or 0
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"{Path(sys.argv[0]).name}: interrupted; what it started was stopped,"
+            " and the run under way wrote no results\n"
+        )
+        return INTERRUPTED_EXIT
+
+
 def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
     """``measure`` run ``repeat`` times: the first run's figures, each run whole, and the spread.
 
