@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -17,7 +18,7 @@ from brokersync.ledger.control import ControlRecords, control_model
 from brokersync.ledger.schema import create_ledger_table
 from brokersync.topology import Broker, Topology, load_topology
 from brokersync_cli.status import PairStatus, StatusReader
-from brokersync_cli.transitions import execution_name, plan, state_machine_checks, step_names
+from brokersync_cli.transitions import execution_name, follow, plan, state_machine_checks, step_names
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "brokersync-orders-ledger"
@@ -165,3 +166,49 @@ def test_an_execution_the_cli_starts_is_named_for_its_command_within_step_functi
 
     assert name.startswith(f"cli-{command}-") and name != execution_name(command)
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,80}", name)
+
+
+class PagedHistory:
+    """Step Functions as AWS pages it: at most ``maxResults`` events a call, then a ``nextToken``."""
+
+    def __init__(self, states: list[str], status: str = "RUNNING") -> None:
+        self.events = [
+            {"id": i + 1, "type": "TaskStateEntered", "stateEnteredEventDetails": {"name": name}}
+            for i, name in enumerate(states)
+        ]
+        self.status = status
+
+    def get_execution_history(self, **request: Any) -> dict[str, Any]:
+        start, size = int(request.get("nextToken", 0)), min(request.get("maxResults", 100), 1000)
+        page: dict[str, Any] = {"events": self.events[start : start + size]}
+        if start + size < len(self.events):
+            page["nextToken"] = str(start + size)
+        return page
+
+    def describe_execution(self, **_request: Any) -> dict[str, Any]:
+        return {"status": self.status, "output": "{}"}
+
+
+def test_following_an_execution_prints_the_steps_after_its_first_thousand_history_events() -> None:
+    sfn = PagedHistory([*(["CheckDrained"] * 2_400), "StopSync", "RebootBoth", "Done"], status="SUCCEEDED")
+    printed: list[str] = []
+
+    outcome = follow(sfn, "arn:execution", timeout_s=60, progress=printed.append, sleep=lambda _s: None)
+
+    assert outcome["status"] == "SUCCEEDED"
+    assert len(printed) == 2_403
+    assert [line.split()[-1] for line in printed[-3:]] == ["StopSync", "RebootBoth", "Done"]
+
+
+def test_the_steps_an_execution_takes_as_it_ends_are_printed_before_its_outcome() -> None:
+    sfn = PagedHistory(["Plan"])
+    printed: list[str] = []
+
+    def step_then_end(_s: float) -> None:
+        sfn.events.append({"id": 2, "type": "SucceedStateEntered", "stateEnteredEventDetails": {"name": "Done"}})
+        sfn.status = "SUCCEEDED"
+
+    outcome = follow(sfn, "arn:execution", timeout_s=60, progress=printed.append, sleep=step_then_end)
+
+    assert outcome["status"] == "SUCCEEDED"
+    assert [line.split()[-1] for line in printed] == ["Plan", "Done"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -215,6 +215,31 @@ def _refusal_from_status(command: str, status: PairStatus, source: str | None) -
     return None
 
 
+#: Events one GetExecutionHistory call returns at most (AWS's limit; moto returns them all at once).
+HISTORY_PAGE = 1000
+#: Pages read for one poll at most: Step Functions ends an execution at 25,000 history events.
+MAX_HISTORY_PAGES = 25
+
+
+def new_events(sfn: Any, execution: str, seen: set[int]) -> Iterator[dict[str, Any]]:
+    """The execution's events not in ``seen`` (added as they are yielded), oldest first, every page read.
+
+    One call returns at most :data:`HISTORY_PAGE` events: a switchover whose drain waits long
+    passes that (each check of the drain adds some nine), and reading only the first page left
+    every later step unprinted while the execution went on.
+    """
+    request: dict[str, Any] = {"executionArn": execution, "maxResults": HISTORY_PAGE}
+    for _page in range(MAX_HISTORY_PAGES):
+        page = sfn.get_execution_history(**request)
+        for event in page["events"]:
+            if event["id"] not in seen:
+                seen.add(event["id"])
+                yield event
+        if not page.get("nextToken"):
+            return
+        request["nextToken"] = page["nextToken"]
+
+
 def follow(
     sfn: Any,
     execution: str,
@@ -222,20 +247,21 @@ def follow(
     progress: Callable[[str], None],
     poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Print each step the execution enters until it ends (or ``timeout_s``); its outcome."""
+    """Print each step the execution enters until it ends (or ``timeout_s``); its outcome.
+
+    The status is read before the history, so that the history read after an execution ended
+    holds its last steps too.
+    """
     started = clock()
     seen: set[int] = set()
     while True:
-        history = sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]
-        for event in history:
-            if event["id"] in seen:
-                continue
-            seen.add(event["id"])
+        described = sfn.describe_execution(executionArn=execution)
+        for event in new_events(sfn, execution, seen):
             entered = event.get("stateEnteredEventDetails")
             if entered:
                 progress(f"{clock() - started:7.1f}s  {entered['name']}")
-        described = sfn.describe_execution(executionArn=execution)
         if described["status"] != "RUNNING":
             output = json.loads(described.get("output") or "null")
             return {
@@ -249,7 +275,7 @@ def follow(
         if clock() - started > timeout_s:
             elapsed = round(clock() - started, 3)
             return {"execution": execution, "status": "RUNNING", "elapsed_s": elapsed, "timedOut": True}
-        time.sleep(poll_s)
+        sleep(poll_s)
 
 
 def execution_name(command: str) -> str:
