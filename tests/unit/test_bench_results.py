@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import brokersync_ci.bench_results as bench_results_module
 from brokersync_ci.bench_results import (
     INTERRUPTED_EXIT,
     REQUIRED,
@@ -241,3 +242,34 @@ def test_every_bench_exits_through_the_interrupt_handling_wrapper() -> None:
         if bench.name == "sync_functions.py":  # a worker the sync bench starts, not a bench of its own
             continue
         assert "sys.exit(bench_results.exit_code(main))" in bench.read_text(), bench.name
+
+
+def test_a_bench_records_the_commit_it_started_on_and_says_when_the_checkout_moved_during_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heads = iter(["aaaaaaa", "bbbbbbb"])
+    monkeypatch.setattr(bench_results_module, "commit", lambda: next(heads))
+    path = tmp_path / "run.json"
+
+    def bench() -> int:
+        record("run", {"x": 1}, path, argv=["bench/x.py"])
+        return 0
+
+    assert exit_code(bench) == 0
+    document = json.loads(path.read_text())
+    assert (document["commit"], document["commit_at_end"]) == ("aaaaaaa", "bbbbbbb")
+
+
+def test_a_bench_whose_checkout_did_not_move_records_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench_results_module, "commit", lambda: "aaaaaaa")
+    path = tmp_path / "run.json"
+
+    def bench() -> int:
+        record("run", {"x": 1}, path, argv=["bench/x.py"])
+        return 0
+
+    assert exit_code(bench) == 0
+    document = json.loads(path.read_text())
+    assert document["commit"] == "aaaaaaa" and "commit_at_end" not in document

@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str, repeat: int | None
     parser.add_argument("--no-record", action="store_true", help="print the JSON only, write no results file")
 
 
+#: The commit the running bench started on (set by :func:`exit_code`): what its results measure,
+#: even when HEAD moves during a run of half an hour or more.
+_RUN: dict[str, str] = {}
 #: What a shell reports for a process ended by SIGINT; a bench stopped by Ctrl-C or ``kill`` exits with it.
 INTERRUPTED_EXIT = 130
 
@@ -63,6 +66,7 @@ def exit_code(main: Callable[[], int | None]) -> int:
     can act on: what they need to know is that the bench stopped and that the run under way
     wrote no results.
     """
+    _RUN["commit"] = commit()
     try:
         return main() or 0
     except KeyboardInterrupt:
@@ -71,6 +75,8 @@ def exit_code(main: Callable[[], int | None]) -> int:
             " and the run under way wrote no results\n"
         )
         return INTERRUPTED_EXIT
+    finally:
+        _RUN.clear()
 
 
 def run_repeated(measure: Callable[[], dict[str, Any]], repeat: int, log: Callable[[str], None]) -> dict[str, Any]:
@@ -167,15 +173,22 @@ def _from_root(arg: str) -> str:
 
 
 def record(name: str, result: Mapping[str, Any], path: Path | None = None, argv: list[str] | None = None) -> Path:
-    """Write ``result`` with its command, commit, date and machine into the results file."""
+    """Write ``result`` with its command, commit, date and machine into the results file.
+
+    The commit is the one the bench started on; when the checkout has moved on by the time it
+    writes (a commit, or an edit, during the run), ``commit_at_end`` says to what.
+    """
     path = path or RESULTS_DIR / f"{name}.json"
     argv = argv if argv is not None else sys.argv
     script = Path(argv[0]).resolve()
     shown = str(script.relative_to(ROOT)) if script.is_relative_to(ROOT) else argv[0]
     command = shlex.join([".venv/bin/python", shown, *(_from_root(arg) for arg in argv[1:])])
+    now = commit()
+    measured = _RUN.get("commit", now)
     document = {
         "command": command,
-        "commit": commit(),
+        "commit": measured,
+        **({"commit_at_end": now} if now != measured else {}),
         "measured_on": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "result": dict(result),
