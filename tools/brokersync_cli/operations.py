@@ -18,6 +18,7 @@ from typing import Any
 from brokersync.config import ENV_LEDGER_TABLE
 from brokersync_cli.argtypes import pair_name, positive
 from brokersync_cli.errors import UsageError
+from brokersync_cli.names import ledger_table
 
 #: The topology file, when --topology is not given (one way to name it, as a flag or in the environment).
 ENV_TOPOLOGY = "BROKERSYNC_TOPOLOGY"
@@ -38,7 +39,7 @@ def _broker_playing(role: str, topology: Any, pair: str | None) -> str:
 
     env = dict(os.environ)
     if pair:
-        env[ENV_LEDGER_TABLE] = f"brokersync-{pair}-ledger"
+        env[ENV_LEDGER_TABLE] = ledger_table(pair)
     if not env.get(ENV_LEDGER_TABLE):
         _progress(f"no --pair or {ENV_LEDGER_TABLE}: the roles are the topology file's, not the role record's")
         return str(topology.broker(role).name)
@@ -92,7 +93,7 @@ def _topology_argument(parser: Any) -> None:
 
 
 def _table(pair: str | None) -> str:
-    table = f"brokersync-{pair}-ledger" if pair else os.environ.get(ENV_LEDGER_TABLE)
+    table = ledger_table(pair) if pair else os.environ.get(ENV_LEDGER_TABLE)
     if not table:
         raise UsageError(f"name the pair: --pair NAME (the stacks' PairName) or {ENV_LEDGER_TABLE}")
     return table

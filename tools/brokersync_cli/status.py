@@ -52,6 +52,7 @@ from brokersync.roles import RoleStore, apply_roles
 from brokersync.sides import relays_on_dr
 from brokersync.snapshot.browser import oldest_timestamp_ms
 from brokersync.topology import CONSUMED_QUEUE, Broker, Queue, Topology
+from brokersync_cli.names import alarm_names, pair_of_table, state_machine_names
 
 HEALTHY, BROKEN, DEGRADED = 0, 1, 3
 #: The relay drains BROKERSYNC.CONSUMED every minute (for up to 50 s); an advisory older than
@@ -196,26 +197,39 @@ class StatusReader:
         return view
 
     def _purge_loops(self, region: str) -> int | None:
-        """Running executions of this region's purge loop state machine (None: no such machine here)."""
+        """Running executions of this pair's purge loop in ``region`` (None: no such machine there)."""
+        names = state_machine_names("purge-loop", pair_of_table(self.table))
         try:
             sfn = self.client("stepfunctions", region)
-            machines = [m for m in sfn.list_state_machines()["stateMachines"] if _is_purge_loop(m["name"])]
+            machines = [
+                m
+                for page in sfn.get_paginator("list_state_machines").paginate()
+                for m in page["stateMachines"]
+                if m["name"] in names
+            ]
             if not machines:
                 return None
+            running = sfn.get_paginator("list_executions")
             return sum(
-                len(sfn.list_executions(stateMachineArn=m["stateMachineArn"], statusFilter="RUNNING")["executions"])
+                len(page["executions"])
                 for m in machines
+                for page in running.paginate(stateMachineArn=m["stateMachineArn"], statusFilter="RUNNING")
             )
         except (BotoCoreError, ClientError):
             return None
 
     def _alarms(self, region: str) -> list[str]:
+        """This pair's alarms in ALARM in ``region``, by their exact names (another pair's are not this pair's)."""
+        pair = pair_of_table(self.table)
+        request: dict[str, Any] = {"AlarmNames": alarm_names(pair)} if pair else {"AlarmNamePrefix": "brokersync-"}
         try:
             cloudwatch = self.client("cloudwatch", region)
-            alarms = cloudwatch.describe_alarms(StateValue="ALARM", AlarmNamePrefix="brokersync-")
+            pages = cloudwatch.get_paginator("describe_alarms").paginate(StateValue="ALARM", **request)
+            # The state again here: moto answers a request by names with every state.
+            alarms = [a for page in pages for a in page.get("MetricAlarms", []) if a.get("StateValue") == "ALARM"]
+            return sorted(a["AlarmName"] for a in alarms)
         except (BotoCoreError, ClientError):
             return []
-        return sorted(a["AlarmName"] for a in alarms.get("MetricAlarms", []))
 
     def _health(self, region: str, readable: list[str]) -> dict[str, Any] | None:
         peers = [self.records(r) for r in readable if r != region]
@@ -415,11 +429,6 @@ def _judge(status: PairStatus) -> PairStatus:
 
 def _regional_client(service: str, region: str) -> Any:
     return boto3.client(service, region_name=region, config=REGION_CLIENT)
-
-
-def _is_purge_loop(name: str) -> bool:
-    # The template names it brokersync-<PairName>-purge-loop; the local world by its logical id.
-    return name.endswith("-purge-loop") or name == "brokersync-PurgeLoopStateMachine"
 
 
 def _endpoint(service: str) -> str | None:

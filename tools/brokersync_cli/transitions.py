@@ -43,14 +43,16 @@ from brokersync.failover.steps import (
 )
 from brokersync.ledger import dynamodb_ledger, peer_replicas
 from brokersync.roles import RoleStore
+from brokersync_cli.names import pair_of_table, state_machine_names
 from brokersync_cli.status import PairStatus, StatusReader, _endpoint, _regional_client
 
-#: Which state machine each command starts, its input, and its names (the template's and the local world's).
-COMMANDS: dict[str, tuple[str, dict[str, str], tuple[str, str]]] = {
-    "switchover": ("failover", {"mode": "SWITCHOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
-    "failover": ("failover", {"mode": "FAILOVER"}, ("brokersync-failover-", "brokersync-FailoverStateMachine")),
-    "failback": ("failback", {}, ("brokersync-failback-", "brokersync-FailbackStateMachine")),
-    "move-queue": ("queue move", {}, ("brokersync-move-queue-", "brokersync-MoveQueueStateMachine")),
+#: Which state machine each command starts: what messages call it, the input it adds, and its kind
+#: (how :mod:`brokersync_cli.names` names it, the template's way and the local world's).
+COMMANDS: dict[str, tuple[str, dict[str, str], str]] = {
+    "switchover": ("failover", {"mode": "SWITCHOVER"}, "failover"),
+    "failover": ("failover", {"mode": "FAILOVER"}, "failover"),
+    "failback": ("failback", {}, "failback"),
+    "move-queue": ("queue move", {}, "move-queue"),
 }
 
 
@@ -65,18 +67,35 @@ def run_region(command: str, status: PairStatus, topology: Any, default_region: 
     return region or default_region
 
 
-def find_machine(sfn: Any, command: str) -> dict[str, Any]:
-    """The one state machine in this region that ``command`` starts."""
-    prefix, local_name = COMMANDS[command][2]
-    machines = [
-        m for m in sfn.list_state_machines()["stateMachines"] if m["name"].startswith(prefix) or m["name"] == local_name
-    ]
+def find_machine(sfn: Any, command: str, table: str) -> dict[str, Any]:
+    """The one state machine in this region that ``command`` starts for the pair whose ledger is ``table``.
+
+    By its exact name (``brokersync-<PairName>-failover``): another pair in the same region has
+    its own machines, and a name that merely begins the same may be another pair's
+    (``orders-eu``'s begin with ``brokersync-orders-``). A table the template would not name
+    leaves the pair unknown; then the region must hold exactly one machine of the kind.
+    """
+    kind = COMMANDS[command][2]
+    pair = pair_of_table(table)
+    names = state_machine_names(kind, pair)
+    machines = [m for m in _state_machines(sfn) if m["name"] in names or (pair is None and _of_kind(m["name"], kind))]
     if len(machines) != 1:
-        names = sorted(m["name"] for m in machines)
+        found = sorted(m["name"] for m in machines)
+        wanted = names[0] if pair else f"one brokersync-<PairName>-{kind}"
         raise TransitionRefused(
-            f"expected one {COMMANDS[command][0]} state machine in {sfn.meta.region_name}, found {names or 'none'}"
+            f"expected {wanted} ({COMMANDS[command][0]} state machine) in {sfn.meta.region_name},"
+            f" found {found or 'none'}"
         )
     return machines[0]
+
+
+def _of_kind(name: str, kind: str) -> bool:
+    return name.startswith("brokersync-") and name.endswith(f"-{kind}")
+
+
+def _state_machines(sfn: Any) -> list[dict[str, Any]]:
+    """Every state machine in the client's region: ListStateMachines returns at most a page at a time."""
+    return [m for page in sfn.get_paginator("list_state_machines").paginate() for m in page["stateMachines"]]
 
 
 def step_names(definition: str) -> list[str]:
@@ -287,7 +306,7 @@ def run_transition(command: str, reader: StatusReader, *, dry_run: bool, timeout
     status = reader.read()
     region = run_region(command, status, reader.topology, default_region)
     sfn = _regional_client("stepfunctions", region)
-    machine = find_machine(sfn, command)
+    machine = find_machine(sfn, command, reader.table)
     definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
     planned = plan(command, status, machine, definition, region, state_machine_checks(command, reader, region))
     if dry_run:
@@ -322,7 +341,7 @@ def run_move(
     target = next((b for b in topology.brokers if b.name == request.get("to")), None)
     region = (target.region if target else None) or default_region
     sfn = _regional_client("stepfunctions", region)
-    machine = find_machine(sfn, "move-queue")
+    machine = find_machine(sfn, "move-queue", reader.table)
     definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"]
     try:
         assignment = RoleStore(reader.records(region)).assignment(topology)

@@ -22,7 +22,8 @@ from brokersync.config import (
     RELAY_WRAP_UP_S,
 )
 from brokersync.ledger.control import CONTROL_PREFIX
-from brokersync.ledger.schema import load_template
+from brokersync.ledger.schema import LEDGER_RESOURCE, load_template
+from brokersync_cli import names
 from brokersync_cli.argtypes import PAIR_NAME_PATTERN
 
 #: Actions IAM offers no resource-level permissions for: "*" is the only resource they take.
@@ -389,7 +390,7 @@ def test_every_alarm_is_on_the_dashboard_and_has_a_row_in_the_runbook(template: 
     runbook = (Path(__file__).resolve().parents[3] / "docs" / "runbook.md").read_text()
 
     for logical_id, alarm in alarms.items():
-        suffix = alarm["Properties"]["AlarmName"]["Fn::Sub"].removeprefix("brokersync-${AWS::StackName}-")
+        suffix = alarm["Properties"]["AlarmName"]["Fn::Sub"].removeprefix("brokersync-${PairName}-")
         assert f"${{{logical_id}.Arn}}" in dashboard, logical_id
         assert f"| `{suffix}` |" in runbook, suffix
 
@@ -403,3 +404,21 @@ def test_every_alarm_description_sends_the_reader_to_the_runbooks_alarm_table(te
 
 def test_the_cli_takes_exactly_the_pair_names_the_template_allows(template: dict[str, Any]) -> None:
     assert template["Parameters"]["PairName"]["AllowedPattern"] == PAIR_NAME_PATTERN
+
+
+def test_the_names_the_cli_finds_a_pair_by_are_the_ones_the_template_gives_from_pair_name(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    by_pair = {"Fn::Sub": names.LEDGER_TABLE.format(pair="${PairName}")}
+    assert resources[LEDGER_RESOURCE]["Properties"]["TableName"] == by_pair
+    machines = {
+        kind: f"{''.join(part.title() for part in kind.split('-'))}StateMachine" for kind in names.STATE_MACHINES
+    }
+    for kind, logical_id in machines.items():
+        assert resources[logical_id]["Properties"]["Name"] == {
+            "Fn::Sub": names.STATE_MACHINES[kind].format(pair="${PairName}")
+        }
+        assert names.LOCAL_STATE_MACHINES[kind] == f"brokersync-{logical_id}"
+    alarms = [r["Properties"]["AlarmName"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert sorted(a["Fn::Sub"] for a in alarms) == sorted(names.alarm_names("${PairName}"))
