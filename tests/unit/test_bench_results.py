@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -244,19 +245,25 @@ def test_every_bench_exits_through_the_interrupt_handling_wrapper() -> None:
         assert "sys.exit(bench_results.exit_code(main))" in bench.read_text(), bench.name
 
 
-def test_a_bench_records_the_commit_it_started_on_and_says_when_the_checkout_moved_during_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    heads = iter(["aaaaaaa", "bbbbbbb"])
-    monkeypatch.setattr(bench_results_module, "commit", lambda: next(heads))
-    path = tmp_path / "run.json"
+def _bench_recording_one_run(path: Path) -> dict[str, Any]:
+    """What a bench run through ``exit_code`` writes when it records one result."""
 
     def bench() -> int:
         record("run", {"x": 1}, path, argv=["bench/x.py"])
         return 0
 
     assert exit_code(bench) == 0
-    document = json.loads(path.read_text())
+    return json.loads(path.read_text())
+
+
+def test_a_bench_records_the_commit_it_started_on_and_says_when_the_checkout_moved_during_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heads = iter(["aaaaaaa", "bbbbbbb"])
+    monkeypatch.setattr(bench_results_module, "commit", lambda: next(heads))
+
+    document = _bench_recording_one_run(tmp_path / "run.json")
+
     assert (document["commit"], document["commit_at_end"]) == ("aaaaaaa", "bbbbbbb")
 
 
@@ -264,12 +271,7 @@ def test_a_bench_whose_checkout_did_not_move_records_one_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(bench_results_module, "commit", lambda: "aaaaaaa")
-    path = tmp_path / "run.json"
 
-    def bench() -> int:
-        record("run", {"x": 1}, path, argv=["bench/x.py"])
-        return 0
+    document = _bench_recording_one_run(tmp_path / "run.json")
 
-    assert exit_code(bench) == 0
-    document = json.loads(path.read_text())
     assert document["commit"] == "aaaaaaa" and "commit_at_end" not in document
