@@ -23,6 +23,11 @@ def _number(text: str, what: str) -> float:
     return value
 
 
+#: The most msg/s ``brokersync cost`` takes: well above what one Amazon MQ broker ingests, and
+#: low enough that every line of the estimate stays a finite number of dollars at the default prices.
+MAX_COST_RATE = 1_000_000.0
+
+
 def positive(what: str, *, most: float | None = None) -> Callable[[str], float]:
     """More than 0 (a rate, a duration, a timeout, a poll interval), and at most ``most`` when given.
 

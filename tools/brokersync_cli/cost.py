@@ -22,9 +22,6 @@ from brokersync.purge.service import PurgeSettings
 from brokersync.text_files import read_text_file
 
 SECONDS_PER_MONTH = 30 * 24 * 3600
-#: The most msg/s the estimate takes: well above what one Amazon MQ broker ingests, and low
-#: enough that every line stays a finite number of dollars at the default prices.
-MAX_RATE = 1_000_000.0
 #: A relay writes a queue's batch every flush interval while that queue has traffic.
 RELAY_BATCHES_PER_S = 1 / RelaySettings.flush_interval_s
 #: Purge rounds a second: a round that found nothing pauses ``idle_sleep_s``, and one that

@@ -22,8 +22,7 @@ from typing import Any
 from brokersync.exceptions import BrokerSyncError
 from brokersync.text_files import read_text_file
 from brokersync_cli import operations, reconcile
-from brokersync_cli.argtypes import count, non_negative, port, positive
-from brokersync_cli.cost import MAX_RATE
+from brokersync_cli.argtypes import MAX_COST_RATE, count, non_negative, port, positive
 from brokersync_cli.errors import UsageError
 
 
@@ -337,9 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     cost = sub.add_parser("cost", help="estimated monthly AWS cost of both stacks at a message rate")
     cost.add_argument(
         "--rate",
-        type=positive("msg/s", most=MAX_RATE),
+        type=positive("msg/s", most=MAX_COST_RATE),
         action="append",
-        help=f"msg/s, at most {MAX_RATE:,.0f} (repeatable; default 100 and 1000)",
+        help=f"msg/s, at most {MAX_COST_RATE:,.0f} (repeatable; default 100 and 1000)",
     )
     cost.add_argument("--prices", type=Path, default=None, help="JSON file overriding prices by name")
     cost.add_argument(

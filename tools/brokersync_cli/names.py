@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from brokersync_cli.argtypes import PAIR_NAME_PATTERN
+
 #: The ledger's DynamoDB table.
 LEDGER_TABLE = "brokersync-{pair}-ledger"
 #: Each state machine the CLI starts or reads, by what it does.
@@ -53,7 +55,8 @@ ALARMS = (
     "advisories-lost",
     "network-bridge-down",
 )
-_TABLE = re.compile(r"brokersync-(?P<pair>[a-z][a-z0-9-]{0,31})-ledger")
+#: A table name, its pair by the template's PairName pattern (the one ``--pair`` takes).
+_TABLE = re.compile(LEDGER_TABLE.format(pair=f"(?P<pair>{PAIR_NAME_PATTERN.strip('^$')})"), re.ASCII)
 
 
 def ledger_table(pair: str) -> str:

@@ -128,6 +128,8 @@ class StatusReader:
     ) -> None:
         self.topology = topology
         self.table = table
+        #: The PairName the table was deployed for (None: a table the template would not name).
+        self.pair = pair_of_table(table)
         self.rpo_s = rpo_s
         self.credentials = credentials
         self.client = client or _regional_client
@@ -198,15 +200,10 @@ class StatusReader:
 
     def _purge_loops(self, region: str) -> int | None:
         """Running executions of this pair's purge loop in ``region`` (None: no such machine there)."""
-        names = state_machine_names("purge-loop", pair_of_table(self.table))
+        names = state_machine_names("purge-loop", self.pair)
         try:
             sfn = self.client("stepfunctions", region)
-            machines = [
-                m
-                for page in sfn.get_paginator("list_state_machines").paginate()
-                for m in page["stateMachines"]
-                if m["name"] in names
-            ]
+            machines = [m for m in state_machines(sfn) if m["name"] in names]
             if not machines:
                 return None
             running = sfn.get_paginator("list_executions")
@@ -220,8 +217,9 @@ class StatusReader:
 
     def _alarms(self, region: str) -> list[str]:
         """This pair's alarms in ALARM in ``region``, by their exact names (another pair's are not this pair's)."""
-        pair = pair_of_table(self.table)
-        request: dict[str, Any] = {"AlarmNames": alarm_names(pair)} if pair else {"AlarmNamePrefix": "brokersync-"}
+        request: dict[str, Any] = (
+            {"AlarmNames": alarm_names(self.pair)} if self.pair else {"AlarmNamePrefix": "brokersync-"}
+        )
         try:
             cloudwatch = self.client("cloudwatch", region)
             pages = cloudwatch.get_paginator("describe_alarms").paginate(StateValue="ALARM", **request)
@@ -429,6 +427,11 @@ def _judge(status: PairStatus) -> PairStatus:
 
 def _regional_client(service: str, region: str) -> Any:
     return boto3.client(service, region_name=region, config=REGION_CLIENT)
+
+
+def state_machines(sfn: Any) -> list[dict[str, Any]]:
+    """Every state machine in the client's region: ListStateMachines answers a page at a time."""
+    return [m for page in sfn.get_paginator("list_state_machines").paginate() for m in page["stateMachines"]]
 
 
 def _endpoint(service: str) -> str | None:

@@ -44,7 +44,7 @@ from brokersync.failover.steps import (
 from brokersync.ledger import dynamodb_ledger, peer_replicas
 from brokersync.roles import RoleStore
 from brokersync_cli.names import pair_of_table, state_machine_names
-from brokersync_cli.status import PairStatus, StatusReader, _endpoint, _regional_client
+from brokersync_cli.status import PairStatus, StatusReader, _endpoint, _regional_client, state_machines
 
 #: Which state machine each command starts: what messages call it, the input it adds, and its kind
 #: (how :mod:`brokersync_cli.names` names it, the template's way and the local world's).
@@ -78,7 +78,7 @@ def find_machine(sfn: Any, command: str, table: str) -> dict[str, Any]:
     kind = COMMANDS[command][2]
     pair = pair_of_table(table)
     names = state_machine_names(kind, pair)
-    machines = [m for m in _state_machines(sfn) if m["name"] in names or (pair is None and _of_kind(m["name"], kind))]
+    machines = [m for m in state_machines(sfn) if m["name"] in names or (pair is None and _of_kind(m["name"], kind))]
     if len(machines) != 1:
         found = sorted(m["name"] for m in machines)
         wanted = names[0] if pair else f"one brokersync-<PairName>-{kind}"
@@ -91,11 +91,6 @@ def find_machine(sfn: Any, command: str, table: str) -> dict[str, Any]:
 
 def _of_kind(name: str, kind: str) -> bool:
     return name.startswith("brokersync-") and name.endswith(f"-{kind}")
-
-
-def _state_machines(sfn: Any) -> list[dict[str, Any]]:
-    """Every state machine in the client's region: ListStateMachines returns at most a page at a time."""
-    return [m for page in sfn.get_paginator("list_state_machines").paginate() for m in page["stateMachines"]]
 
 
 def step_names(definition: str) -> list[str]:
