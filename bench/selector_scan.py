@@ -32,19 +32,28 @@ depth:
 The figure that matters is the broker's CPU per subscription per 1,000 messages of depth,
 (cost at depth - cost at 0) / depth: what each purge round pays for the backlog.
 
-Run: ``.venv/bin/python bench/selector_scan.py [--depths 0,10000,30000] [--subscriptions 200] [--repeat 2]``
+``--busy-neighbour`` runs a process that streams memory on the machine's other core (``dd``
+from ``/dev/zero``) for the whole measurement. In the sync bench the DR broker shares two
+cores with six busy processes, so the thread that would read a removing subscription's
+UNSUBSCRIBE often waits for a core while the ACK's dispatch passes scan the backlog; with a
+neighbour, this bench shows what that does to each form (decision 0058).
+
+Run: ``.venv/bin/python bench/selector_scan.py [--depths 0,10000,30000] [--subscriptions 200] [--repeat 2]
+[--busy-neighbour]``
 (writes bench/results/selector_scan.json; ``--no-record`` to only print)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -282,18 +291,47 @@ def measure(depths: list[int], subscriptions: int) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def busy_neighbour(on: bool) -> Iterator[subprocess.Popen[bytes] | None]:
+    """With ``on``, a process streaming 64 MB writes into memory for as long as the block runs (yielded; else None)."""
+    if not on:
+        yield None
+        return
+    streamer = subprocess.Popen(
+        ["dd", "if=/dev/zero", "of=/dev/null", "bs=64M"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield streamer
+    finally:
+        streamer.terminate()
+        try:
+            streamer.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            streamer.kill()
+            streamer.wait(timeout=5)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="0,10000,30000", help="DR backlogs measured, ascending (0,10000,30000)")
     parser.add_argument("--subscriptions", type=int, default=200, help="subscriptions per form and depth (200)")
+    parser.add_argument(
+        "--busy-neighbour",
+        action="store_true",
+        help="stream memory on the other core throughout (dd from /dev/zero), as the sync bench's other processes do",
+    )
     bench_results.add_arguments(parser, "selector_scan", repeat=2)
     args = parser.parse_args()
     depths = [int(d) for d in args.depths.split(",") if d.strip()]
     if not depths or any(d < 0 for d in depths):
         parser.error("--depths needs one or more non-negative counts")
-    result = bench_results.run_repeated(
-        lambda: measure(depths, args.subscriptions), args.repeat, lambda line: print(line, file=sys.stderr, flush=True)
-    )
+    with busy_neighbour(args.busy_neighbour):
+        result = bench_results.run_repeated(
+            lambda: measure(depths, args.subscriptions),
+            args.repeat,
+            lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    result["busy_neighbour"] = args.busy_neighbour
     return bench_results.finish("selector_scan", result, args)
 
 

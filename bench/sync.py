@@ -614,6 +614,7 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "dr_broker_cpu_per_1000_by_depth": {deep: p["dr_broker"] for deep, p in per.items()},
         "dr_broker_purge_cpu_per_1000_by_depth": {deep: round(v, 4) for deep, v in dr_purge.items()},
+        "dr_broker_purge_ms_per_subscription_by_depth": per_subscription(dr_purge, steps),
         "dr_deep_over_shallow": round(per[last]["dr_broker"] / per[first]["dr_broker"], 2),
         "dr_purge_deep_over_floor": round(dr_purge[last] / floor, 2) if floor else None,
         "dr_purge_shallow_over_floor": round(dr_purge[first] / floor, 2) if floor else None,
@@ -623,6 +624,20 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
         "bill": bill(result["rate"], steps[first]),
         **copy_only_by_depth(result),
     }
+
+
+def per_subscription(dr_purge: dict[str, float], steps: dict[str, Any]) -> dict[str, float | None]:
+    """The DR broker's CPU the purge added, in ms per purge subscription, by depth.
+
+    Each subscription scans the paged-in backlog at least once, and again for each dispatch
+    pass its ACK lets run before the broker reads its UNSUBSCRIBE (decision 0058), so this
+    figure at depth ÷ the backlog is how many scans a subscription cost.
+    """
+    out: dict[str, float | None] = {}
+    for deep, added in dr_purge.items():
+        subscriptions = (steps[deep].get("remover_per_1000") or {}).get("subscriptions")
+        out[deep] = round(added / subscriptions * 1000, 1) if subscriptions else None
+    return out
 
 
 def copy_only_by_depth(result: dict[str, Any]) -> dict[str, Any]:
