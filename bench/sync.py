@@ -72,14 +72,12 @@ import stomp
 from sync_functions import (
     ENV_LEDGER_SHARDS,
     ENV_PURGE_CONNECTION_PER_CALL,
-    ENV_PURGE_REGEX_SELECTORS,
     ENV_PURGE_TCP_DELAYS,
     ENV_QUEUE_WORKERS,
     ENV_RELAY_READ_PAUSE_MS,
     REGION,
     TABLE,
     purge_keeps_connections,
-    purge_regex_selectors,
     purge_without_tcp_delays,
     queue_workers,
     relay_read_pause_ms,
@@ -551,7 +549,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "relay_read_pause_ms": relay_read_pause_ms(),
         "purge_keeps_connections": purge_keeps_connections(),
         "purge_without_tcp_delays": purge_without_tcp_delays(),
-        "purge_regex_selectors": purge_regex_selectors(),
         "warm_up_s": args.warm_up,
         "tls": args.tls,
         **functions_runtime(),
@@ -730,12 +727,6 @@ def main() -> int:
         "decision 0052",
     )
     parser.add_argument(
-        "--purge-regex-selectors",
-        action="store_true",
-        help="the purge names message ids in ActiveMQ REGEX patterns, up to its prefetch each, instead of "
-        "IN lists of about 210 (decision 0058)",
-    )
-    parser.add_argument(
         "--dr-memory-mb",
         type=int,
         default=None,
@@ -773,8 +764,6 @@ def main() -> int:
         os.environ[ENV_PURGE_CONNECTION_PER_CALL] = "1"
     if args.purge_tcp_delays:
         os.environ[ENV_PURGE_TCP_DELAYS] = "1"
-    if args.purge_regex_selectors:
-        os.environ[ENV_PURGE_REGEX_SELECTORS] = "1"
     if args.ledger_shards is not None:
         if args.ledger_shards < 1:
             parser.error("--ledger-shards must be 1 or more")

@@ -41,7 +41,6 @@ ENV_RELAY_READ_PAUSE_MS = "BROKERSYNC_BENCH_RELAY_READ_PAUSE_MS"
 ENV_PURGE_CONNECTION_PER_CALL = "BROKERSYNC_BENCH_PURGE_CONNECTION_PER_CALL"
 #: "1": the purge's connections leave Nagle and the delayed ACK on (``--purge-tcp-delays``).
 ENV_PURGE_TCP_DELAYS = "BROKERSYNC_BENCH_PURGE_TCP_DELAYS"
-ENV_PURGE_REGEX_SELECTORS = "BROKERSYNC_BENCH_PURGE_REGEX_SELECTORS"
 TABLE = "brokersync-bench-ledger"
 REGION = "us-east-1"
 
@@ -215,13 +214,6 @@ def purge_without_tcp_delays() -> bool:
     return RemoverSettings().no_tcp_delays and os.environ.get(ENV_PURGE_TCP_DELAYS) != "1"
 
 
-def purge_regex_selectors() -> bool:
-    """Whether the purge names ids in ``REGEX`` patterns: the product's unless ``--purge-regex-selectors``."""
-    from brokersync.purge.remover import RemoverSettings  # noqa: PLC0415 (the layer is on the path only now)
-
-    return RemoverSettings().regex_selectors or os.environ.get(ENV_PURGE_REGEX_SELECTORS) == "1"
-
-
 def relay_main(topology: Any, endpoint: str, stop: threading.Event, replies: Replies) -> dict[str, Any]:
     """The relay as its scheduled function runs it: built as the function builds it (its statistics
     reads and its capture audit, written per batch and checked per invocation), its settings,
@@ -292,11 +284,7 @@ def purge_main(topology: Any, endpoint: str, stop: threading.Event, replies: Rep
         def __init__(self, connector: StompConnector) -> None:
             super().__init__(
                 connector,
-                RemoverSettings(
-                    keep_connections=purge_keeps_connections(),
-                    no_tcp_delays=purge_without_tcp_delays(),
-                    regex_selectors=purge_regex_selectors(),
-                ),
+                RemoverSettings(keep_connections=purge_keeps_connections(), no_tcp_delays=purge_without_tcp_delays()),
             )
             self.removed_at: dict[str, float] = {}
             self._lock = threading.Lock()  # a round's queues remove side by side

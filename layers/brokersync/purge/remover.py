@@ -95,7 +95,6 @@ from stomp.exception import StompException
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.stomp import StompConnector, send_in_one_write, without_tcp_delays
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
-from brokersync.purge.regex_selectors import regex_batches
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
 #: ActiveMQ's answer to an ACK it cannot match (``ProtocolConverter.onStompAck``).
@@ -149,9 +148,6 @@ class RemoverSettings:
     #: closes waited as long for the broker's acknowledgement (decision 0052). False only for
     #: the benches that measure it.
     no_tcp_delays: bool = True
-    #: Whether ids a pattern can name exactly go in ActiveMQ ``REGEX`` selectors, up to ``prefetch``
-    #: ids each, instead of ``IN`` lists of about 210 (:mod:`brokersync.purge.regex_selectors`).
-    regex_selectors: bool = False
 
     def __post_init__(self) -> None:
         if not 200 <= self.selector_bytes <= MAX_HEADER_LINE_BYTES:
@@ -307,7 +303,7 @@ class SelectorRemover:
         if deadline is not None:
             limit = min(limit, deadline)
         result = RemovalResult()
-        batches = self._batches(message_ids)
+        batches = selector_batches(message_ids, "message-id", max_line_bytes=self.settings.selector_bytes)
         if not batches:
             return result
         session = self._session()
@@ -344,15 +340,6 @@ class SelectorRemover:
         result.not_found = [k for k in dict.fromkeys(message_ids) if k not in removed]
         result.elapsed_s = time.monotonic() - started
         return result
-
-    def _batches(self, message_ids: list[str]) -> list[tuple[list[str], str]]:
-        """The selectors for ``message_ids``: patterns first when the settings say so, lists for the rest."""
-        if not self.settings.regex_selectors:
-            return selector_batches(message_ids, "message-id", max_line_bytes=self.settings.selector_bytes)
-        patterns, rest = regex_batches(
-            message_ids, max_ids=self.settings.prefetch, max_line_bytes=self.settings.selector_bytes
-        )
-        return patterns + selector_batches(rest, "message-id", max_line_bytes=self.settings.selector_bytes)
 
     def _remove_group(
         self,
