@@ -630,8 +630,9 @@ def per_subscription(dr_purge: dict[str, float], steps: dict[str, Any]) -> dict[
     """The DR broker's CPU the purge added, in ms per purge subscription, by depth.
 
     Each subscription scans the paged-in backlog at least once, and again for each dispatch
-    pass its ACK lets run before the broker reads its UNSUBSCRIBE (decision 0058), so this
-    figure at depth ÷ the backlog is how many scans a subscription cost.
+    pass its ACK lets run before the broker reads its UNSUBSCRIBE (decision 0058). Set beside
+    what one scan of that backlog costs (``bench/selector_scan.py``), it says how many scans a
+    subscription cost.
     """
     out: dict[str, float | None] = {}
     for deep, added in dr_purge.items():
