@@ -121,6 +121,14 @@ def test_a_results_file_named_like_a_dict_method_is_the_file() -> None:
     assert render_page("{{ results.copy.result.speedup }}", {"copy": {"result": {"speedup": 1.9}}}) == "1.9"
 
 
+def test_a_page_reads_several_files_results_in_the_order_it_names_them() -> None:
+    results = {"after": {"result": {"x": 2}}, "before": {"result": {"x": 1}}}
+
+    page = render_page("{% for r in results_of(['before', 'after']) %}{{ r.x }};{% endfor %}", results)
+
+    assert page == "1;2;"
+
+
 def test_a_results_file_without_its_command_is_refused(tmp_path: Path) -> None:
     (tmp_path / "copy.json").write_text(json.dumps({"result": {}}))
 

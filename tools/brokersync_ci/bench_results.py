@@ -228,8 +228,9 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     ratio as a percentage), ``measured(name)``: one line naming the command, commit, date
     and machine of that results file, written under every figure block, and
     ``not_measured(name, command)``: what a reader runs to fill a section whose results file
-    is not there yet (a page says so rather than showing a figure from somewhere else), the
-    filter ``median``, and ``spread_of``, ``over_application`` and ``depth_ratio_over_application``
+    is not there yet (a page says so rather than showing a figure from somewhere else),
+    ``results_of(names)``: the ``result`` of each named file, in order, the filter ``median``,
+    and ``spread_of``, ``over_application`` and ``depth_ratio_over_application``
     (:mod:`brokersync_ci.relative_cost`) for figures derived from several a file holds.
     """
     import jinja2  # noqa: PLC0415 (only the docs build renders pages; jinja2 comes with mkdocs)
@@ -248,6 +249,7 @@ def render_page(markdown: str, results: Mapping[str, Mapping[str, Any]]) -> str:
     env.globals["not_measured"] = not_measured_line
     env.globals["drill_rate_per_connection"] = RATE_PER_CONNECTION
     env.globals["measured_all"] = lambda names: measured_lines([results[name] for name in names])
+    env.globals["results_of"] = lambda names: [results[name]["result"] for name in names]
     env.filters["regex_prefix"] = lambda value, prefix: f"{prefix}{value}"
     env.filters["median"] = statistics.median
     env.globals["spread_of"] = spread
