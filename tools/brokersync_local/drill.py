@@ -54,7 +54,7 @@ from brokersync.exceptions import BrokerSyncError
 from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.base import LedgerStore
-from brokersync.topology import Topology, load_topology
+from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
 from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
@@ -703,9 +703,16 @@ class Drill:
         statuses = workers.region_statuses("relay")
         totals = {
             name: sum(int(status.get(name, 0)) for status in statuses)
-            for name in ("parked", "passive", "passive_deferred", "lost")
+            for name in ("parked", "passive", "passive_deferred", "lost", "failed_passes", "unexpected_errors")
         }
-        return {"captured": sum(int(s.get("by_queue", {}).get(self.queue, 0)) for s in statuses), **totals}
+        return {
+            "captured": sum(int(s.get("by_queue", {}).get(self.queue, 0)) for s in statuses),
+            **totals,
+            # A worker that died or hangs stops writing its status: how long since the stalest wrote.
+            "workers_alive": sum(1 for s in statuses if workers.alive(s.get("pid"))),
+            "stalest_status_s": round(time.time() - min((float(s.get("updated", 0)) for s in statuses), default=0), 1),
+            "last_errors": [s["last_error"] for s in statuses if s.get("last_error")],
+        }
 
     def _traffic_of(self, sample: list[str], redelivered: set[str] | None) -> dict[str, Any]:
         """What the drill's own log says of ``sample``: where each was produced and consumed, and
@@ -759,6 +766,26 @@ class Drill:
         except BrokerSyncError:
             return None
         return stats.size if stats is not None else 0
+
+    def _advisories_on(self, broker: str) -> dict[str, int] | None:
+        """``broker``'s advisory queue: what reached it, what the relay took, who reads it (None: unreadable).
+
+        A count that finds consumed messages left with nothing pending asks this of the broker
+        they were consumed on: advisories never enqueued point at the broker's configuration,
+        enqueued and waiting with no consumer at the relay.
+        """
+        try:
+            stats = StatisticsClient(self.connectors[broker]).queue_stats([CONSUMED_QUEUE]).get(CONSUMED_QUEUE)
+        except BrokerSyncError:
+            return None
+        if stats is None:
+            return {"enqueued": 0, "dequeued": 0, "waiting": 0, "consumers": 0}
+        return {
+            "enqueued": stats.enqueue_count,
+            "dequeued": stats.dequeue_count,
+            "waiting": stats.size,
+            "consumers": stats.consumer_count,
+        }
 
     def _dequeued(self, broker: str) -> int | None:
         """The drill queue's dequeue counter on ``broker`` (None when it cannot be read now)."""
@@ -833,6 +860,8 @@ class Drill:
         # The audit's AdvisoriesLost over the drill: dequeues a broker counted that its relay never
         # read. A switchover drains every relay before its reboots, so it must leave none.
         result["advisories_lost"] = relay["lost"] if relay is not None else None
+        # What the relay function would have raised in AWS (its Errors alarm); the worker retried.
+        result["relay_unexpected_errors"] = relay["unexpected_errors"] if relay is not None else None
         if "move_drain_s" in self.facts:
             result["move_drain_s"] = self.facts["move_drain_s"]
         if self.front_end is not None:
@@ -852,7 +881,9 @@ class Drill:
             result["already_consumed_on_old_primary"] = len(left)
             if left:
                 redelivered = _keys_of(f for f in old_frames if f.headers.get("redelivered") == "true")
-                result["left_on_old_primary"] = self._why_left(left, redelivered)
+                result["left_on_old_primary"] = self._why_left(left, redelivered) | {
+                    "advisories_on_new_primary": self._advisories_on(new)
+                }
             result["pending_purge_after"] = pending_after
             if pending_after:
                 result["pending_after_why"] = self._why_pending(on_old, on_new)

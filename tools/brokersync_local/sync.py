@@ -43,7 +43,8 @@ class SyncWorkers:
         except (OSError, ValueError):
             return {}
 
-    def _alive(self, pid: int | None) -> bool:
+    def alive(self, pid: int | None) -> bool:
+        """Whether ``pid`` is a sync worker still running (not a reused pid, not a zombie)."""
         return pid is not None and pid_is_ours(pid, "brokersync_local.sync_worker")
 
     def ensure_ledger(self) -> None:
@@ -64,7 +65,7 @@ class SyncWorkers:
             raise LocalWorldError("the local world is not running: `brokersync local up` first")
         if role_region is None:
             self.ensure_ledger()
-        pids = {name: pid for name, pid in self._pids().items() if self._alive(pid) or self._started.get(name) == pid}
+        pids = {name: pid for name, pid in self._pids().items() if self.alive(pid) or self._started.get(name) == pid}
         for worker in only:
             key = f"{worker}-{role_region}" if role_region else worker
             if key in pids:
@@ -99,14 +100,14 @@ class SyncWorkers:
     def stop(self, log: Any = print, timeout_s: float = 20.0) -> None:
         # The ones this object started too: an interrupt can come before the PID file is written.
         for worker, pid in (self._pids() | self._started).items():
-            if not self._alive(pid):
+            if not self.alive(pid):
                 continue
             log(f"stopping {worker} (pid {pid})")
             signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout_s
-            while self._alive(pid) and time.monotonic() < deadline:
+            while self.alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if self._alive(pid):
+            if self.alive(pid):
                 signal_group(pid, signal.SIGKILL)
         self._started.clear()
         self.pid_file.unlink(missing_ok=True)

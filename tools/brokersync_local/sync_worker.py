@@ -112,6 +112,42 @@ class Switches:
         return rule_enabled and self.sync_running()
 
 
+def _count_failure(totals: dict[str, Any], error: BaseException, *, expected: bool = True) -> bool:
+    """Count a failed pass in the worker's status (``brokersync sync status``, a drill's diagnosis); True.
+
+    ``expected``: a failure the library names (a broker rebooting, the ledger throttled), which
+    transitions cause on purpose. Any other is a bug the function would raise in AWS too (its
+    Errors alarm), so it is counted apart, and a drill reports it.
+
+    A pass that fails is a failed invocation of the scheduled function it stands in for: the
+    schedule invokes it again, and so does the worker. A worker that exited on the first
+    unexpected error would leave every later advisory unread for the rest of a drill, a world
+    harsher than AWS in a way that says nothing about BrokerSync.
+    """
+    totals["failed_passes"] = int(totals.get("failed_passes", 0)) + 1
+    if not expected:
+        totals["unexpected_errors"] = int(totals.get("unexpected_errors", 0)) + 1
+    totals["last_error"] = f"{type(error).__name__}: {error}"[:300]
+    return True
+
+
+def _run_passes(
+    worker: str, one_pass: Callable[[], None], stop: threading.Event, totals: dict[str, Any], status_file: Path
+) -> None:
+    """``one_pass`` until ``stop``; a pass that raises what nothing expected is logged, counted and retried.
+
+    Expected failures (a broker rebooting, the ledger throttled) are each pass's own to count.
+    """
+    while not stop.is_set():
+        try:
+            one_pass()
+        except Exception as e:  # a failed invocation, not the end of the schedule
+            logger.exception("%s pass failed unexpectedly, retrying", worker)
+            _count_failure(totals, e, expected=False)
+            _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+            stop.wait(1.0)
+
+
 def _record_pass(passes: Path | None, start: float, epoch: int) -> None:
     """One line per pass that acted: when, and under which role epoch (a drill checks no two regions overlap)."""
     if passes is not None:
@@ -132,7 +168,8 @@ def run_relay(
     metrics = RecordingMetrics()
     totals: dict[str, Any] = {"captured": 0, "parked": 0, "lost": 0, "by_queue": {}, "enabled": True}
     audits: dict[tuple[str, tuple[str, ...]], CaptureAudit] = {}
-    while not stop.is_set():
+
+    def one_pass() -> None:
         try:
             assignment = switches.roles.assignment(base)
             topology = apply_roles(base, assignment)
@@ -141,11 +178,11 @@ def run_relay(
         except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the relay switches, retrying: %s", e)
             stop.wait(1.0)
-            continue
+            return
         if not totals["enabled"]:
             _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
             stop.wait(0.5)
-            continue
+            return
         started = time.time()
         failed = False
         # As the relay function does: a new epoch anywhere ends the pass within the gate's poll,
@@ -186,11 +223,13 @@ def run_relay(
                 totals["lost"] = int(metrics.total("AdvisoriesLost"))
             except BrokerSyncError as e:
                 logger.warning("relay pass failed, retrying: %s", e)
-                failed = True
+                failed = _count_failure(totals, e)
         _record_pass(passes, started, assignment.epoch)
         if failed:
             stop.wait(1.0)
         _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+
+    _run_passes("relay", one_pass, stop, totals, status_file)
 
 
 @contextlib.contextmanager
@@ -228,18 +267,19 @@ def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: 
     switches = Switches(base, env)
     services: dict[tuple[str, tuple[str, ...]], PurgeService] = {}
     totals: dict[str, Any] = {"purged": {}, "missing": {}, "pending": {}, "oldest_pending_age_ms": {}}
-    while not stop.is_set():
+
+    def one_pass() -> None:
         try:
             assignment = switches.roles.assignment(base)
             topology = apply_roles(base, assignment)
         except (BotoCoreError, ClientError, BrokerSyncError) as e:
             logger.warning("cannot read the role record, retrying: %s", e)
             stop.wait(1.0)
-            continue
+            return
         if not assignment.sync_running:
             _write_status(status_file, {**totals, "enabled": False, "updated": time.time(), "pid": os.getpid()})
             stop.wait(0.5)
-            continue
+            return
 
         def purge_on(duty: Duty) -> PurgeReport:
             key = (duty.broker.name, tuple(duty.queues))
@@ -256,8 +296,11 @@ def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: 
                     totals["oldest_pending_age_ms"][queue] = result.oldest_pending_age_ms
         except BrokerSyncError as e:
             logger.warning("purge pass failed, retrying: %s", e)
+            _count_failure(totals, e)
             stop.wait(1.0)
         _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+
+    _run_passes("purge", one_pass, stop, totals, status_file)
 
 
 def main() -> int:
