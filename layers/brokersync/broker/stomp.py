@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import stomp
@@ -28,6 +29,27 @@ install_log_redaction()  # stomp.py logs each frame it sends, CONNECT's passcode
 install_fast_header_parsing()  # stomp.py's per-header re.sub was the relay's largest cost (decision 0016)
 install_fast_frame_parsing()  # then its two regular expressions per frame (decision 0020)
 install_fast_receiving()  # then its buffer copy per frame and two listener passes per message (decision 0035)
+
+#: What a write raises when it meets a connection the broker (or the network) has just closed:
+#: stomp.py's own error or the socket's, depending on timing. Every writer reads it as the
+#: broker unavailable (retryable), never as a bug.
+CONNECTION_LOST: tuple[type[Exception], ...] = (StompException, OSError)
+
+
+@contextlib.contextmanager
+def unavailable_if_lost(doing: str) -> Iterator[None]:
+    """Raise a lost connection met while ``doing`` as :class:`BrokerUnavailableError`.
+
+    Why: a broker that reboots (a failover, a maintenance window) closes every connection at
+    any point of a call. Raised raw, the socket's error escaped the callers' handling of an
+    unavailable broker: a scheduled function's invocation failed as a bug, its Errors alarm
+    fired, and the local relay worker exited.
+    """
+    try:
+        yield
+    except CONNECTION_LOST as e:
+        raise BrokerUnavailableError(f"the connection to the broker dropped while {doing}: {e!r}") from e
+
 
 #: Matched whole and over ASCII (``$`` alone would let a final newline through); the host is
 #: the topology's (an IPv6 address in brackets, which the socket takes without them).

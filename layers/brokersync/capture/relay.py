@@ -25,7 +25,7 @@ import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
 from brokersync.broker.statistics import QueueStats, StatisticsClient
-from brokersync.broker.stomp import StompConnector, send_in_one_write
+from brokersync.broker.stomp import StompConnector, send_in_one_write, unavailable_if_lost
 from brokersync.broker.stomp_receive import pace_reads
 from brokersync.capture.advisory import parse_consumed_advisory
 from brokersync.capture.audit import CaptureAudit
@@ -154,15 +154,21 @@ class AdvisoryRelay:
     def _connect(self) -> None:
         self._inbox = FrameInbox()
         connection = self.connector.connect(self._inbox, name="brokersync-relay")
-        connection.subscribe(
-            f"/queue/{CONSUMED_QUEUE}",
-            id=_SUBSCRIPTION,
-            ack="client-individual",
-            headers={
-                "transformation": ADVISORY_TRANSFORMATION,
-                "activemq.prefetchSize": str(self.settings.prefetch),
-            },
-        )
+        try:
+            with unavailable_if_lost("the relay subscribed"):
+                connection.subscribe(
+                    f"/queue/{CONSUMED_QUEUE}",
+                    id=_SUBSCRIPTION,
+                    ack="client-individual",
+                    headers={
+                        "transformation": ADVISORY_TRANSFORMATION,
+                        "activemq.prefetchSize": str(self.settings.prefetch),
+                    },
+                )
+        except BrokerUnavailableError:
+            with contextlib.suppress(Exception):
+                connection.disconnect()
+            raise
         pace_reads(connection, self.settings.read_pause_s)
         self._connection = connection
 
@@ -402,7 +408,8 @@ class AdvisoryRelay:
                 headers[f"brokersync-{name}"] = frame.headers[name][:500]
         if receipt is not None:
             headers["receipt"] = receipt
-        connection.send(f"/queue/{PARKED_QUEUE}", frame.body, headers=headers)
+        with unavailable_if_lost("the relay parked an advisory"):  # unconfirmed: left unacked
+            connection.send(f"/queue/{PARKED_QUEUE}", frame.body, headers=headers)
 
     def _wait_receipt(self, receipt: str) -> None:
         deadline = time.monotonic() + self.settings.receipt_timeout_s
@@ -424,9 +431,10 @@ class AdvisoryRelay:
         individual ACK per advisory, in the same order, so what it does is unchanged.
         """
         connection = self._require_connection()
-        for start in range(0, len(frames), ACKS_PER_WRITE):
-            chunk = frames[start : start + ACKS_PER_WRITE]
-            send_in_one_write(connection, [("ACK", {"id": frame.headers["ack"]}) for frame in chunk])
+        with unavailable_if_lost("the relay acked advisories"):  # unacked ones the broker redelivers
+            for start in range(0, len(frames), ACKS_PER_WRITE):
+                chunk = frames[start : start + ACKS_PER_WRITE]
+                send_in_one_write(connection, [("ACK", {"id": frame.headers["ack"]}) for frame in chunk])
 
     def _require_connection(self) -> stomp.Connection12:
         if self._connection is None or not self._connection.is_connected():

@@ -90,10 +90,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import stomp
-from stomp.exception import StompException
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import StompConnector, send_in_one_write, without_tcp_delays
+from brokersync.broker.stomp import CONNECTION_LOST, StompConnector, send_in_one_write, without_tcp_delays
 from brokersync.exceptions import BrokerSyncError, BrokerUnavailableError
 from brokersync.purge.selectors import MAX_HEADER_LINE_BYTES, selector_batches
 
@@ -322,7 +321,7 @@ class SelectorRemover:
                 except BrokerSyncError as e:
                     result.error = e
                     break
-                except (StompException, OSError) as e:
+                except CONNECTION_LOST as e:
                     # A send on a connection the broker (or the network) just closed raises stomp.py's
                     # own error or the socket's, depending on timing: either way this group's acks are
                     # unconfirmed, and nothing of it is marked.

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import StompConnector, without_tcp_delays
+from brokersync.broker.stomp import CONNECTION_LOST, StompConnector, without_tcp_delays
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.topology import Queue
 
@@ -106,7 +106,7 @@ class QueueBrowser:
         finally:
             try:
                 connection.disconnect()
-            except (stomp.exception.StompException, OSError):
+            except CONNECTION_LOST:
                 time.sleep(0)  # the broker went away first; nothing is left to release
 
 

@@ -1,13 +1,16 @@
-"""The relay's ACKs: one individual ACK per advisory, in order, a batch's ACKs in a few writes."""
+"""The relay's ACKs: one individual ACK per advisory, in order, a batch's ACKs in a few writes; a
+connection lost under them is the primary unavailable (retryable), never a crash."""
 
 from __future__ import annotations
 
 import queue
 from types import SimpleNamespace
 
+import pytest
 import stomp
 
-from brokersync.capture.relay import ACKS_PER_WRITE, AdvisoryRelay
+from brokersync.capture.relay import ACKS_PER_WRITE, AdvisoryRelay, RelaySettings
+from brokersync.exceptions import BrokerUnavailableError
 from tests.unit.stomp_writes import frames_in
 
 
@@ -53,3 +56,34 @@ def test_nothing_to_ack_writes_nothing() -> None:
     relay._ack([])
 
     assert writes == []
+
+
+def test_a_connection_the_broker_closed_under_the_acks_is_the_primary_unavailable_not_a_crash() -> None:
+    """A broker rebooting closes the socket at any moment; the ACKs not sent are redelivered advisories."""
+
+    def reset(_data: bytes) -> None:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    relay, _ = _relay_on_a_recording_transport()
+    relay._connection.transport.send = reset  # type: ignore[union-attr]
+
+    with pytest.raises(BrokerUnavailableError, match="acked advisories"):
+        relay._ack([_advisory(1)])
+
+
+def test_a_subscription_refused_by_a_closing_broker_is_the_primary_unavailable_and_leaves_no_connection() -> None:
+    closed: list[bool] = []
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise stomp.exception.NotConnectedException()
+
+    connection = SimpleNamespace(subscribe=refuse, disconnect=lambda: closed.append(True))
+    relay = AdvisoryRelay.__new__(AdvisoryRelay)
+    relay.connector = SimpleNamespace(connect=lambda *_a, **_k: connection)  # type: ignore[assignment]
+    relay.settings = RelaySettings()
+    relay._connection = None
+
+    with pytest.raises(BrokerUnavailableError, match="subscribed"):
+        relay._connect()
+
+    assert closed == [True] and relay._connection is None
