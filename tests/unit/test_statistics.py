@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from brokersync.broker.statistics import _broker_from_map, _stats_from_map
+from types import SimpleNamespace
+
+import pytest
+
+from brokersync.broker.statistics import StatisticsClient, _broker_from_map, _stats_from_map
+from brokersync.exceptions import BrokerUnavailableError
 
 #: Fields of one reply for a DR queue holding 32,662 1 KB messages under a 384 MB limit.
 REPLY = {
@@ -57,3 +62,16 @@ def test_the_broker_level_reply_is_read_as_the_brokers_own_usage() -> None:
         3,
         0,
     )
+
+
+def test_a_broker_that_closes_under_a_statistics_query_is_unavailable_not_a_crash() -> None:
+    """A reboot closes the socket between CONNECTED and the query's frames; the caller retries."""
+
+    def reset(*_args: object, **_kwargs: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    connection = SimpleNamespace(transport=SimpleNamespace(socket=None), subscribe=reset, send=reset, disconnect=reset)
+    client = StatisticsClient(SimpleNamespace(connect=lambda *_a, **_k: connection, describe=lambda: "dr"))  # type: ignore[arg-type]
+
+    with pytest.raises(BrokerUnavailableError, match="statistics were asked for"):
+        client.queue_stats(["ORDERS"])

@@ -13,6 +13,7 @@ memory, store and temp usage, which the health probe reads (``snapshot``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue as queue_mod
 import time
@@ -21,7 +22,7 @@ from typing import Any
 
 import stomp
 
-from brokersync.broker.stomp import StompConnector, without_tcp_delays
+from brokersync.broker.stomp import CONNECTION_LOST, StompConnector, unavailable_if_lost, without_tcp_delays
 from brokersync.exceptions import BrokerUnavailableError
 
 DESTINATION_PREFIX = "ActiveMQ.Statistics.Destination."
@@ -154,13 +155,15 @@ class StatisticsClient:
         # broker's delayed ACK of the one before, and a read took ~50 ms instead of ~8 (decision 0052).
         without_tcp_delays(connection)
         try:
-            connection.subscribe(_REPLY_TO, id="stats", ack="auto", headers={"transformation": "jms-map-json"})
-            for pattern in patterns:
-                connection.send(DESTINATION_PREFIX + pattern, "", headers={"reply-to": _REPLY_TO})
-            connection.send(BROKER_DESTINATION, "", headers={"reply-to": _REPLY_TO})
+            with unavailable_if_lost("statistics were asked for"):  # a broker rebooting under the query
+                connection.subscribe(_REPLY_TO, id="stats", ack="auto", headers={"transformation": "jms-map-json"})
+                for pattern in patterns:
+                    connection.send(DESTINATION_PREFIX + pattern, "", headers={"reply-to": _REPLY_TO})
+                connection.send(BROKER_DESTINATION, "", headers={"reply-to": _REPLY_TO})
             return self._collect(replies, wanted)
         finally:
-            connection.disconnect()
+            with contextlib.suppress(*CONNECTION_LOST):  # closed already: nothing to say goodbye to
+                connection.disconnect()
 
     def _collect(self, replies: _Replies, wanted: set[str] | None) -> StatisticsSnapshot:
         found: dict[str, QueueStats] = {}

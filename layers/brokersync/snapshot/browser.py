@@ -11,14 +11,14 @@ exactly that many is reported as possibly truncated rather than passed off as co
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import stomp
 
 from brokersync.broker.inbox import DISCONNECTED, FrameInbox
-from brokersync.broker.stomp import CONNECTION_LOST, StompConnector, without_tcp_delays
+from brokersync.broker.stomp import CONNECTION_LOST, StompConnector, unavailable_if_lost, without_tcp_delays
 from brokersync.exceptions import BrokerUnavailableError
 from brokersync.topology import Queue
 
@@ -90,7 +90,8 @@ class QueueBrowser:
         if selector:
             headers["selector"] = selector
         try:
-            connection.subscribe(f"/queue/{queue.name}", id="snapshot", ack="auto", headers=headers)
+            with unavailable_if_lost(f"{queue.name} was to be browsed"):
+                connection.subscribe(f"/queue/{queue.name}", id="snapshot", ack="auto", headers=headers)
             while True:
                 item = inbox.get(self.idle_timeout_s)
                 if item is None:
@@ -104,10 +105,8 @@ class QueueBrowser:
                     return
                 yield snapshot_line(queue, frame)
         finally:
-            try:
+            with contextlib.suppress(*CONNECTION_LOST):  # the broker went away first: nothing to release
                 connection.disconnect()
-            except CONNECTION_LOST:
-                time.sleep(0)  # the broker went away first; nothing is left to release
 
 
 def oldest_timestamp_ms(connector: StompConnector, queue: Queue, idle_timeout_s: float = 10.0) -> int | None:
