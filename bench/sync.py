@@ -91,6 +91,7 @@ from brokersync.ledger.schema import create_ledger_table
 from brokersync.side_by_side import QUEUE_WORKERS
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
+from brokersync_ci.machine_speed import SpeedProbe, in_probe_units
 from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
@@ -409,6 +410,7 @@ class Pair:
             }
             # The producer ends before the meter stops: it reports its own CPU time instead.
             meter = CpuMeter({name: pid for name, pid in pids.items() if pid is not None and name != "producer"})
+            probe = cleanup.enter_context(SpeedProbe())  # what the machine's CPU-second was worth meanwhile
             meter.start()
             started = time.monotonic()
             go.set()
@@ -426,6 +428,7 @@ class Pair:
                     break
                 time.sleep(0.05)
             cpu = {**meter.stop(), "producer": producer_cpu.value}
+            speed = probe.stop()
             window_s = time.monotonic() - started
             stop_app.set()
             consumed_at: dict[str, float] = consumed_pipe.recv() if consumed_pipe.poll(60) else {}
@@ -455,6 +458,10 @@ class Pair:
                 "lag_p99_s": None if quantiles[98] is None else round(quantiles[98], 3),
                 "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
                 "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
+                "machine_speed": speed,
+                "cpu_per_1000_in_probe_units": in_probe_units(
+                    {name: value / sent * 1000 for name, value in cpu.items()} if sent else {}, speed["unit_cpu_ms"]
+                ),
                 "purge_errors": outcome["errors"],
                 "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
                 "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
@@ -492,28 +499,30 @@ class Pair:
         bounds = [count * i // parts for i in range(parts + 1)]
         per_part: list[float] = []
         total_cpu = 0.0
-        started = time.monotonic()
-        meter.start()
-        connection.subscribe(
-            f"/queue/{self.queues[0]}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
-        )
-        for part in range(parts):
-            size = bounds[part + 1] - bounds[part]
-            receipt = f"floor-part-{part}"
-            for n in range(bounds[part], bounds[part + 1]):
-                frame = inbox.get(60)
-                assert isinstance(frame, stomp.utils.Frame), "the DR broker dropped the floor's connection"
-                if rate:
-                    time.sleep(max(0.0, started + n / rate - time.monotonic()))
-                connection.ack(frame.headers["ack"], receipt=receipt if n == bounds[part + 1] - 1 else None)
-            with inbox.receipt_arrived:
-                if not inbox.receipt_arrived.wait_for(lambda r=receipt: r in inbox.receipts, timeout=60):
-                    raise TimeoutError(f"the DR broker did not confirm the floor's acks ({receipt}) within 60 s")
-            cpu = meter.stop()["dr_broker"]
+        with SpeedProbe() as probe:  # stopped on a failure too
+            started = time.monotonic()
             meter.start()
-            total_cpu += cpu
-            per_part.append(cpu / size * 1000)
-        elapsed = time.monotonic() - started
+            connection.subscribe(
+                f"/queue/{self.queues[0]}", id="f", ack="client-individual", headers={"activemq.prefetchSize": "500"}
+            )
+            for part in range(parts):
+                size = bounds[part + 1] - bounds[part]
+                receipt = f"floor-part-{part}"
+                for n in range(bounds[part], bounds[part + 1]):
+                    frame = inbox.get(60)
+                    assert isinstance(frame, stomp.utils.Frame), "the DR broker dropped the floor's connection"
+                    if rate:
+                        time.sleep(max(0.0, started + n / rate - time.monotonic()))
+                    connection.ack(frame.headers["ack"], receipt=receipt if n == bounds[part + 1] - 1 else None)
+                with inbox.receipt_arrived:
+                    if not inbox.receipt_arrived.wait_for(lambda r=receipt: r in inbox.receipts, timeout=60):
+                        raise TimeoutError(f"the DR broker did not confirm the floor's acks ({receipt}) within 60 s")
+                cpu = meter.stop()["dr_broker"]
+                meter.start()
+                total_cpu += cpu
+                per_part.append(cpu / size * 1000)
+            elapsed = time.monotonic() - started
+            speed = probe.stop()
         connection.unsubscribe("f")
         connection.disconnect()
         return {
@@ -522,6 +531,10 @@ class Pair:
             "msgs_per_s": round(count / elapsed),
             "dr_broker_cpu_s_per_1000": round(total_cpu / count * 1000, 4),
             "parts_cpu_s_per_1000": [round(c, 4) for c in per_part],
+            "machine_speed": speed,
+            "dr_broker_cpu_per_1000_in_probe_units": (
+                in_probe_units({"dr_broker": total_cpu / count * 1000}, speed["unit_cpu_ms"]) or {}
+            ).get("dr_broker"),
         }
 
 

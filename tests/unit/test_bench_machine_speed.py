@@ -1,0 +1,42 @@
+"""The benches' yardstick: what a fixed unit of work cost in CPU while a step ran."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from brokersync_ci.machine_speed import SpeedProbe, in_probe_units, summary
+
+
+def test_a_step_is_read_against_the_median_unit_with_its_spread() -> None:
+    read = summary([10.0, 8.0, 9.0, 30.0, 8.5])
+
+    assert read["unit_cpu_ms"] == 9.0 and read["samples"] == 5
+    assert read["p10_ms"] <= 8.5 and read["p90_ms"] >= 10.0
+
+
+def test_a_probe_that_measured_nothing_reads_as_no_yardstick_and_converts_nothing() -> None:
+    read = summary([])
+
+    assert (read["unit_cpu_ms"], read["samples"]) == (None, 0)
+    assert in_probe_units({"dr_broker": 0.2}, read["unit_cpu_ms"]) is None
+
+
+def test_a_cost_in_probe_units_is_the_cpu_per_1000_over_one_units_cpu() -> None:
+    assert in_probe_units({"dr_broker": 0.2, "relay": 0.09}, 8.0) == {"dr_broker": 25.0, "relay": 11.25}
+
+
+def test_the_probe_runs_in_a_process_of_its_own_and_reports_its_units_when_stopped() -> None:
+    probe = SpeedProbe(interval_s=0.2)
+
+    with probe:
+        time.sleep(1.5)
+        read = probe.stop()
+
+    assert read["samples"] >= 2 and read["unit_cpu_ms"] > 0
+
+
+def test_a_probe_needs_an_interval() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        SpeedProbe(interval_s=0)
