@@ -34,6 +34,11 @@ One run measures, side by side:
   copy-only steps the copies stay on DR (nothing removes them): the queue grows by a step's
   messages during each.
 
+Beside each step and the floor a probe process times one small unit of work once a second
+(``brokersync_ci.machine_speed``): what a CPU-second of the machine was worth during the step.
+Each process's figure is also given in probe units (its CPU per 1,000 messages over the
+unit's mean cost), which two runs on a host that ran faster in one of them can agree on.
+
 For each sync step: lag per message (consume on the primary to removal on DR, p50/p99), and
 the backlog's messages on DR checked afterwards for a raised redelivery flag (must be 0).
 ``--repeat 2`` runs it all twice back to back, each on fresh brokers, and reports the spread.
