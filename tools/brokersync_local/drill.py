@@ -705,12 +705,14 @@ class Drill:
             name: sum(int(status.get(name, 0)) for status in statuses)
             for name in ("parked", "passive", "passive_deferred", "lost", "failed_passes", "unexpected_errors")
         }
+        updated = [float(s["updated"]) for s in statuses if "updated" in s]
         return {
             "captured": sum(int(s.get("by_queue", {}).get(self.queue, 0)) for s in statuses),
             **totals,
-            # A worker that died or hangs stops writing its status: how long since the stalest wrote.
+            # A worker that died or hangs stops writing its status: how long since the stalest wrote
+            # (None: none has written one).
             "workers_alive": sum(1 for s in statuses if workers.alive(s.get("pid"))),
-            "stalest_status_s": round(time.time() - min((float(s.get("updated", 0)) for s in statuses), default=0), 1),
+            "stalest_status_s": round(time.time() - min(updated), 1) if updated else None,
             "last_errors": [s["last_error"] for s in statuses if s.get("last_error")],
         }
 
