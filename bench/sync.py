@@ -96,7 +96,7 @@ from brokersync.ledger.schema import create_ledger_table
 from brokersync.side_by_side import QUEUE_WORKERS
 from brokersync.topology import Mode, Queue, Topology, load_topology
 from brokersync_ci import bench_results
-from brokersync_ci.machine_speed import SpeedProbe, in_probe_units
+from brokersync_ci.machine_speed import SpeedProbe, in_probe_units, probe_units
 from brokersync_ci.process_cpu import CpuMeter
 from brokersync_cli.cost import SECONDS_PER_MONTH, Usage, monthly_cost
 from brokersync_local.backlog import fill_queue, queue_depth, wait_until
@@ -449,6 +449,7 @@ class Pair:
             def per_1000(tally: str) -> dict[str, float]:
                 return {name: round(c.get(tally, 0) / sent * 1000, 2) for name, c in counted.items()}
 
+            per_1000_cpu = {name: value / sent * 1000 for name, value in cpu.items()} if sent else {}
             lags = sorted(removed_at[k] - consumed_at[k] for k in removed_at if k in consumed_at)
             quantiles = stats_mod.quantiles(lags, n=100) if len(lags) >= 2 else [None] * 99
             return {
@@ -462,11 +463,9 @@ class Pair:
                 "lag_p50_s": None if quantiles[49] is None else round(quantiles[49], 3),
                 "lag_p99_s": None if quantiles[98] is None else round(quantiles[98], 3),
                 "cpu_s": {name: round(value, 2) for name, value in cpu.items()},
-                "cpu_s_per_1000": {name: round(value / sent * 1000, 4) for name, value in cpu.items()} if sent else {},
+                "cpu_s_per_1000": {name: round(value, 4) for name, value in per_1000_cpu.items()},
                 "machine_speed": speed,
-                "cpu_per_1000_in_probe_units": in_probe_units(
-                    {name: value / sent * 1000 for name, value in cpu.items()} if sent else {}, speed["unit_cpu_ms"]
-                ),
+                "cpu_per_1000_in_probe_units": in_probe_units(per_1000_cpu, speed["unit_cpu_ms"]),
                 "purge_errors": outcome["errors"],
                 "remover_per_1000": remover_per_1000(outcome["remover"], sent) if sync else None,
                 "ledger_write_units_per_1000": per_1000("units") if sync and sent else None,
@@ -537,9 +536,7 @@ class Pair:
             "dr_broker_cpu_s_per_1000": round(total_cpu / count * 1000, 4),
             "parts_cpu_s_per_1000": [round(c, 4) for c in per_part],
             "machine_speed": speed,
-            "dr_broker_cpu_per_1000_in_probe_units": (
-                in_probe_units({"dr_broker": total_cpu / count * 1000}, speed["unit_cpu_ms"]) or {}
-            ).get("dr_broker"),
+            "dr_broker_cpu_per_1000_in_probe_units": probe_units(total_cpu / count * 1000, speed["unit_cpu_ms"]),
         }
 
 

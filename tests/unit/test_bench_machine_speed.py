@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from brokersync_ci.machine_speed import SpeedProbe, in_probe_units, summary
+from brokersync_ci.machine_speed import SpeedProbe, in_probe_units, probe_units, summary
 
 
 def test_a_step_is_read_against_the_mean_unit_the_processes_paid_over_it() -> None:
@@ -41,3 +41,7 @@ def test_the_probe_runs_in_a_process_of_its_own_and_reports_its_units_when_stopp
 def test_a_probe_needs_an_interval() -> None:
     with pytest.raises(ValueError, match="interval"):
         SpeedProbe(interval_s=0)
+
+
+def test_one_cost_in_probe_units_reads_the_same_and_none_without_a_probe() -> None:
+    assert (probe_units(0.2, 8.0), probe_units(0.2, None)) == (25.0, None)

@@ -61,11 +61,20 @@ def summary(samples_ms: list[float]) -> dict[str, Any]:
     }
 
 
+def _in_units(cpu_s_per_1000: float, unit_cpu_ms: float) -> float:
+    return round(cpu_s_per_1000 / (unit_cpu_ms / 1000), 2)
+
+
+def probe_units(cpu_s_per_1000: float, unit_cpu_ms: float | None) -> float | None:
+    """One process's CPU-seconds per 1,000 messages in probe units (None without a probe reading)."""
+    return _in_units(cpu_s_per_1000, unit_cpu_ms) if unit_cpu_ms else None
+
+
 def in_probe_units(cpu_s_per_1000: dict[str, float], unit_cpu_ms: float | None) -> dict[str, float] | None:
     """Each process's CPU per 1,000 messages in probe units (None without a probe reading)."""
     if not unit_cpu_ms:
         return None
-    return {name: round(value / (unit_cpu_ms / 1000), 2) for name, value in cpu_s_per_1000.items()}
+    return {name: _in_units(value, unit_cpu_ms) for name, value in cpu_s_per_1000.items()}
 
 
 class SpeedProbe:

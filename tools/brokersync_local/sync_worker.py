@@ -70,6 +70,11 @@ def local_ledger(env: dict[str, Any]) -> Ledger:
     return dynamodb_ledger(LEDGER_TABLE, region=env["aws"]["region"], host=env["aws"]["endpoint"])
 
 
+def _publish(status_file: Path, totals: dict[str, Any], **now: Any) -> None:
+    """The worker's running totals, when they were written and by which process, for ``sync status``."""
+    _write_status(status_file, {**totals, **now, "updated": time.time(), "pid": os.getpid()})
+
+
 def _write_status(path: Path, status: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(status), encoding="utf-8")
@@ -112,8 +117,8 @@ class Switches:
         return rule_enabled and self.sync_running()
 
 
-def _count_failure(totals: dict[str, Any], error: BaseException, *, expected: bool = True) -> bool:
-    """Count a failed pass in the worker's status (``brokersync sync status``, a drill's diagnosis); True.
+def _count_failure(totals: dict[str, Any], error: BaseException, *, expected: bool = True) -> None:
+    """Count a failed pass in the worker's status (``brokersync sync status``, a drill's diagnosis).
 
     ``expected``: a failure the library names (a broker rebooting, the ledger throttled), which
     transitions cause on purpose. Any other is a bug the function would raise in AWS too (its
@@ -128,7 +133,6 @@ def _count_failure(totals: dict[str, Any], error: BaseException, *, expected: bo
     if not expected:
         totals["unexpected_errors"] = int(totals.get("unexpected_errors", 0)) + 1
     totals["last_error"] = f"{type(error).__name__}: {error}"[:300]
-    return True
 
 
 def _run_passes(
@@ -144,7 +148,7 @@ def _run_passes(
         except Exception as e:  # a failed invocation, not the end of the schedule
             logger.exception("%s pass failed unexpectedly, retrying", worker)
             _count_failure(totals, e, expected=False)
-            _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+            _publish(status_file, totals)
             stop.wait(1.0)
 
 
@@ -180,7 +184,7 @@ def run_relay(
             stop.wait(1.0)
             return
         if not totals["enabled"]:
-            _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+            _publish(status_file, totals)
             stop.wait(0.5)
             return
         started = time.time()
@@ -223,11 +227,12 @@ def run_relay(
                 totals["lost"] = int(metrics.total("AdvisoriesLost"))
             except BrokerSyncError as e:
                 logger.warning("relay pass failed, retrying: %s", e)
-                failed = _count_failure(totals, e)
+                _count_failure(totals, e)
+                failed = True
         _record_pass(passes, started, assignment.epoch)
         if failed:
             stop.wait(1.0)
-        _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+        _publish(status_file, totals)
 
     _run_passes("relay", one_pass, stop, totals, status_file)
 
@@ -277,7 +282,7 @@ def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: 
             stop.wait(1.0)
             return
         if not assignment.sync_running:
-            _write_status(status_file, {**totals, "enabled": False, "updated": time.time(), "pid": os.getpid()})
+            _publish(status_file, totals, enabled=False)
             stop.wait(0.5)
             return
 
@@ -298,7 +303,7 @@ def run_purge(base: Topology, ledger: Ledger, env: dict[str, Any], status_file: 
             logger.warning("purge pass failed, retrying: %s", e)
             _count_failure(totals, e)
             stop.wait(1.0)
-        _write_status(status_file, {**totals, "updated": time.time(), "pid": os.getpid()})
+        _publish(status_file, totals)
 
     _run_passes("purge", one_pass, stop, totals, status_file)
 
