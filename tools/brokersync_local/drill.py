@@ -11,7 +11,8 @@ the brokers hold:
 * ``lost``: confirmed by a broker, never consumed anywhere, and on no live broker;
 * ``duplicates``: consumed on both brokers;
 * ``in_bridge_at_kill``: copies still in the old primary's ``Q.DR`` outflow at the kill,
-  read exactly from the dead broker's store (:mod:`forensics`);
+  read exactly from the dead broker's store (:mod:`forensics`), and those already on the
+  wire (``on_the_wire_at_kill``, :func:`~brokersync_local.drill_traffic.copies_on_the_wire`);
 * ``pending_purge_at_kill``: messages consumed on the primary whose copy was still on the
   DR broker at the kill (browsed the moment after it);
 * ``duplicates_from_bridge`` (where the old primary comes back): duplicates whose copy was in
@@ -59,7 +60,7 @@ from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
 from brokersync_local.drill_risk import RiskSampler, peaks
-from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog, duplicates_between
+from brokersync_local.drill_traffic import Consumer, Producer, TrafficLog, copies_on_the_wire, duplicates_between
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.forensics import read_dead_store
 from brokersync_local.interrupts import interrupts_ignored
@@ -542,14 +543,26 @@ class Drill:
         broker.pid = self.world.read_env()["primary"]["pid"]
         broker.kill()
         killed = self.timeline.mark("old primary killed (SIGKILL)")
-        on_dr = self._keys_on(new)
-        consumed_before = self.log.consumed_on(old, before=killed)
-        self.facts["pending_purge_at_kill"] = len(consumed_before & on_dr)
+        # Those of these the applications consumed on the old primary are the duplicates a failover
+        # may cause (``pending_purge_at_kill``, counted at the end: the consumer may still ack a
+        # frame it was handed before the kill).
+        self.facts["on_dr_at_kill"] = on_dr = self._keys_on(new)
         self.facts["execution"] = self._execute("FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark("failover succeeded") - killed, 3)
+        wire = self._copies_on_the_wire(old, on_dr, self._keys_on(new))
         store = read_dead_store(broker.data_dir, [self.topology.dr_name(self.queue)])
-        self.facts["in_bridge_keys"] = set(store[self.topology.dr_name(self.queue)])
+        self._in_the_bridge(set(store[self.topology.dr_name(self.queue)]), wire)
+
+    def _copies_on_the_wire(self, lost: str, at_kill: set[str], after_switch: set[str]) -> set[str]:
+        with self.log.lock:
+            sent_to = dict(self.log.sent_to)
+        return copies_on_the_wire(lost, at_kill, after_switch, sent_to)
+
+    def _in_the_bridge(self, in_outflow: set[str], on_the_wire: set[str]) -> None:
+        """Record the copies in the lost broker's bridge at the kill: in its outflow, or already on the wire."""
+        self.facts["in_bridge_keys"] = in_outflow | on_the_wire
         self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+        self.facts["on_the_wire_at_kill"] = len(on_the_wire)
 
     def _drain(self, consumer: Consumer, broker: str, idle_s: float = 3.0, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -823,6 +836,8 @@ class Drill:
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         settings = self.settings
+        if "on_dr_at_kill" in self.facts:
+            self.facts["pending_purge_at_kill"] = len(self.log.consumed_on(old) & self.facts["on_dr_at_kill"])
         old_alive = self._old_primary_alive()
         pending_after = self._settle_purge(purged_on=self._purged_broker(old, new)) if old_alive else None
         with self.log.lock:
@@ -853,6 +868,7 @@ class Drill:
             "warm_up_s": self.facts.get("warm_up_s"),
         }
         if "in_bridge_keys" in self.facts:
+            result["on_the_wire_at_kill"] = self.facts.get("on_the_wire_at_kill")
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
             # A consumed message's copy still in the bridge reaches the new primary when the old
             # one comes back, too late for any purge: a duplicate no purge could have prevented.

@@ -17,6 +17,7 @@ import math
 import queue as queue_mod
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import stomp
@@ -57,6 +58,20 @@ class TrafficLog:
 def duplicates_between(consumed: dict[str, set[str]], first: str, second: str) -> set[str]:
     """Of ``consumed`` (key -> the brokers it was consumed on), the keys consumed on both brokers."""
     return {key for key, brokers in consumed.items() if {first, second} <= brokers}
+
+
+def copies_on_the_wire(lost: str, at_kill: set[str], after_switch: set[str], sent_to: Mapping[str, str]) -> set[str]:
+    """Copies the ``lost`` broker had written to its bridge's connection that the survivor stored only after the kill.
+
+    KahaDB stores and dispatches a queue's message concurrently (its default): the broker can
+    hand a message to its consumers, the bridge among them, before its journal write is done.
+    Killed or frozen in between, it leaves the copy in the connection's socket buffers; the
+    survivor stores it a moment after the kill's browse (``at_kill``), and no copy of the
+    dead store holds it. Such a copy was in the bridge at the kill as surely as one still in
+    the outflow: a message sent to ``lost``, not on the survivor at the kill, on it once the
+    switch is done (``after_switch``, browsed before any application moves there).
+    """
+    return {key for key in after_switch - at_kill if sent_to.get(key) == lost}
 
 
 class _Listener(stomp.ConnectionListener):

@@ -74,6 +74,7 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         self.facts["execution"] = self._execute_in(self.home, "MoveQueueStateMachine", back)
         self.facts["moved_with_pending_purge"] = move_figures(self.facts["execution"]).get("movedWithPendingPurge", 0)
         self.facts["rto_s"] = round(self.timeline.mark(f"{self.queue} moved back to {east}") - partitioned, 3)
+        self.facts["on_survivor_after_move"] = self._keys_on(east)  # before the consumer is there
         consumer.move_to(east, self.connectors[east])
         time.sleep(phase_s)
 
@@ -107,7 +108,8 @@ class MoveThenRegionLossDrill(RegionLossDrill):
         # the partition. Counted at the end: frames already delivered are consumed after the partition.
         at_risk = self.log.consumed_on(new) & self.facts.get("on_survivor_at_partition", set())
         self.facts["pending_purge_at_kill"] = len(at_risk)
-        self._read_bridge_at_partition()
+        at_partition = self.facts.get("on_survivor_at_partition", set())
+        self._read_bridge_at_partition(new, at_partition, self.facts.get("on_survivor_after_move", at_partition))
         result = Drill._counts(self, old, new)
         with self.log.lock:
             consumed = set(self.log.consumed)

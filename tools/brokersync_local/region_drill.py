@@ -179,9 +179,8 @@ class RegionLossDrill(Drill):
         self._copy_store_at_partition("primary", self.topology.dr_name(self.queue))
         self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
-        # Read again before the applications move: with the one at the partition, it tells a copy
-        # that reached DR after that browse (the frozen primary had already written it to the bridge)
-        # from one that was never there (``unexplained_duplicates``).
+        # Read again before the applications move: a copy that reached DR after the partition's
+        # browse was on the wire at the partition (:func:`copies_on_the_wire`), in the bridge.
         self.facts["on_dr_after_failover"] = self._keys_on(new)
 
     def _after_switch(self) -> None:
@@ -243,15 +242,24 @@ class RegionLossDrill(Drill):
         into = self.world.state_dir / f"{role}-store-at-partition"
         self._store_at_partition = (copy_store(self.world.brokers[role].data_dir, into), outflow)
 
-    def _read_bridge_at_partition(self) -> None:
-        """The copies that were still in the lost broker's outflow at the partition (from its store's copy)."""
+    def _read_bridge_at_partition(self, lost: str, at_partition: set[str], after_switch: set[str]) -> None:
+        """The copies that were in the ``lost`` broker's bridge at the partition.
+
+        Those in its outflow are read from its store's copy; those it had already written to the
+        bridge's connection reached the survivor between its two browses (``at_partition``, and
+        ``after_switch`` before any application moved there).
+        """
         if self._store_at_partition is not None:
             store, outflow = self._store_at_partition
-            self.facts["in_bridge_keys"] = set(read_dead_store(store, [outflow])[outflow])
-            self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
+            in_outflow = set(read_dead_store(store, [outflow])[outflow])
+            self._in_the_bridge(in_outflow, self._copies_on_the_wire(lost, at_partition, after_switch))
+
+    def _read_primary_bridge_at_partition(self, old: str) -> None:
+        at_partition = self.facts.get("on_dr_at_partition", set())
+        self._read_bridge_at_partition(old, at_partition, self.facts.get("on_dr_after_failover", at_partition))
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
-        self._read_bridge_at_partition()
+        self._read_primary_bridge_at_partition(old)
         self.facts["pending_purge_at_kill"] = len(
             self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
         )
@@ -267,12 +275,12 @@ class RegionLossDrill(Drill):
         return result
 
     def _unexplained_duplicates(self, old: str, new: str) -> dict[str, int]:
-        """Duplicates neither on DR at the partition nor in the lost broker's outflow, split by what is known of them.
+        """Duplicates neither on DR at the partition nor in the lost broker's bridge, split by what is known of them.
 
         The drill's bound says there are none. Should a run find some, this says whether the
-        application had consumed them on the old primary before the partition, and whether DR
-        held their copy once the failover was done (a copy that reached DR after the partition's
-        browse), so that the run explains itself.
+        application had consumed them on the old primary before the partition, whether DR held
+        their copy once the failover was done, and whether they were produced on the lost
+        broker, so that the run explains itself.
         """
         partitioned = self.facts.get("partitioned_at")
         with self.log.lock:
@@ -280,10 +288,13 @@ class RegionLossDrill(Drill):
         unexplained = duplicates - self.facts.get("on_dr_at_partition", set()) - self.facts.get("in_bridge_keys", set())
         before = self.log.consumed_on(old, before=partitioned) if partitioned is not None else set()
         later_on_dr = self.facts.get("on_dr_after_failover", set())
+        with self.log.lock:
+            sent_to_old = {key for key in unexplained if self.log.sent_to.get(key) == old}
         return {
             "count": len(unexplained),
             "consumed_on_old_before_partition": len(unexplained & before),
             "on_dr_after_failover": len(unexplained & later_on_dr),
+            "produced_on_old": len(sent_to_old),
         }
 
     def _stop_sync(self) -> None:
