@@ -56,6 +56,7 @@ from brokersync.failover.sync_control import SyncControl, SyncSwitches
 from brokersync.ledger import dynamodb_ledger
 from brokersync.ledger.base import LedgerStore
 from brokersync.topology import CONSUMED_QUEUE, Topology, load_topology
+from brokersync_cli.transitions import new_events
 from brokersync_local.browsing import browse
 from brokersync_local.deploy import LEDGER_TABLE, RELAY_RULE, deploy, register_brokers
 from brokersync_local.drill_report import write_report
@@ -241,9 +242,11 @@ class Drill:
         )
 
     def _history(self, arn: str) -> list[dict[str, Any]]:
-        """The execution's events, newest first (moto ignores ``reverseOrder``)."""
-        events = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-        return sorted(events, key=lambda e: e.get("id", 0), reverse=True)
+        """The execution's events, every page read (as the CLI reads them), newest first.
+
+        moto ignores ``reverseOrder``: the events are sorted here.
+        """
+        return sorted(new_events(self.sfn, arn, set()), key=lambda e: e.get("id", 0), reverse=True)
 
     def _caught_error(self, arn: str) -> str:
         """The error a failed execution's Catch put in ``$.error`` ("See $.error"), its message unwrapped;
