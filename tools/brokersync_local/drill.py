@@ -17,6 +17,8 @@ the brokers hold:
   DR broker at the kill (browsed the moment after it);
 * ``duplicates_from_bridge`` (where the old primary comes back): duplicates whose copy was in
   the outflow at the kill; the rest were pending purge then;
+* ``duplicates_on_the_wire``: duplicates whose copy reached DR only after the kill's browse;
+  where the old primary never comes back, the rest were pending purge then;
 * ``rto_s``: from the kill (or the moment applications were stopped, for a switchover) to
   the state machine's success, when applications can use the new primary.
 
@@ -565,7 +567,7 @@ class Drill:
         """Record the copies in the lost broker's bridge at the kill: in its outflow, or already on the wire."""
         self.facts["in_bridge_keys"] = in_outflow | on_the_wire
         self.facts["in_bridge_at_kill"] = len(self.facts["in_bridge_keys"])
-        self.facts["on_the_wire_at_kill"] = len(on_the_wire)
+        self.facts["on_the_wire_keys"] = on_the_wire
 
     def _drain(self, consumer: Consumer, broker: str, idle_s: float = 3.0, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -871,7 +873,12 @@ class Drill:
             "warm_up_s": self.facts.get("warm_up_s"),
         }
         if "in_bridge_keys" in self.facts:
-            result["on_the_wire_at_kill"] = self.facts.get("on_the_wire_at_kill")
+            wire = self.facts.get("on_the_wire_keys", set())
+            result["on_the_wire_at_kill"] = len(wire)
+            # Not on the survivor at the kill, so not pending purge then: the only duplicates a
+            # lost broker that never returns causes beyond that bound. An outflow copy the
+            # survivor already held at the kill (its ACK not yet back) is pending purge.
+            result["duplicates_on_the_wire"] = len(duplicates & wire)
             result["lost_not_in_bridge"] = len(lost - self.facts["in_bridge_keys"])
             # A consumed message's copy still in the bridge reaches the new primary when the old
             # one comes back, too late for any purge: a duplicate no purge could have prevented.
