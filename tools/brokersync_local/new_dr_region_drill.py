@@ -182,9 +182,6 @@ class NewDrRegionDrill(RegionLossDrill):
     # -- counting -------------------------------------------------------------------------------------
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         self._read_primary_bridge_at_partition(old)
-        self.facts["pending_purge_at_kill"] = len(
-            self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
-        )
         pending_after = self._settle_purge(purged_on=THIRD_BROKER)
         result = super(RegionLossDrill, self)._counts(old, new)
         with self.log.lock:

@@ -173,9 +173,9 @@ class RegionLossDrill(Drill):
         partitioned = self.timeline.mark(f"region {self.home} partitioned (broker, AWS endpoint, functions)")
         self.facts["partitioned_at"] = partitioned
         # What was on DR at the partition; those of them the applications consumed on the old
-        # primary (counted at the end: frames already delivered are consumed after this moment)
-        # are the duplicates a region loss may cause.
-        self.facts["on_dr_at_partition"] = self._keys_on(new)
+        # primary are the duplicates a region loss may cause (``pending_purge_at_kill``, counted
+        # by :meth:`Drill._counts` at the end: frames already delivered are consumed after this moment).
+        self.facts["on_dr_at_kill"] = self._keys_on(new)
         self._copy_store_at_partition("primary", self.topology.dr_name(self.queue))
         self.facts["execution"] = self._execute_in(self.away, "FailoverStateMachine", {"mode": "FAILOVER"})
         self.facts["rto_s"] = round(self.timeline.mark(f"failover succeeded in {self.away}") - partitioned, 3)
@@ -255,14 +255,11 @@ class RegionLossDrill(Drill):
             self._in_the_bridge(in_outflow, self._copies_on_the_wire(lost, at_partition, after_switch))
 
     def _read_primary_bridge_at_partition(self, old: str) -> None:
-        at_partition = self.facts.get("on_dr_at_partition", set())
+        at_partition = self.facts.get("on_dr_at_kill", set())
         self._read_bridge_at_partition(old, at_partition, self.facts.get("on_dr_after_failover", at_partition))
 
     def _counts(self, old: str, new: str) -> dict[str, Any]:
         self._read_primary_bridge_at_partition(old)
-        self.facts["pending_purge_at_kill"] = len(
-            self.log.consumed_on(old) & self.facts.get("on_dr_at_partition", set())
-        )
         result = super()._counts(old, new)
         result["unexplained_duplicates"] = self._unexplained_duplicates(old, new)
         result |= {
@@ -285,7 +282,7 @@ class RegionLossDrill(Drill):
         partitioned = self.facts.get("partitioned_at")
         with self.log.lock:
             duplicates = duplicates_between(self.log.brokers_consumed_on(), old, new)
-        unexplained = duplicates - self.facts.get("on_dr_at_partition", set()) - self.facts.get("in_bridge_keys", set())
+        unexplained = duplicates - self.facts.get("on_dr_at_kill", set()) - self.facts.get("in_bridge_keys", set())
         before = self.log.consumed_on(old, before=partitioned) if partitioned is not None else set()
         later_on_dr = self.facts.get("on_dr_after_failover", set())
         with self.log.lock:
