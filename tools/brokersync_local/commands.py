@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from brokersync.topology import load_topology
 from brokersync_local.errors import LocalWorldError
@@ -64,6 +65,16 @@ def deploy_into(world: LocalWorld) -> Path:
     return world.state_dir / SAM_ENV_VARS
 
 
+def read_event(path: Path) -> Any:
+    """The event a function is invoked with: any JSON document, as ``sam local invoke --event`` takes."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise LocalWorldError(f"cannot read the event file {path}: {e.strerror or e}") from e
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise LocalWorldError(f"the event file {path} is not JSON: {e}") from e
+
+
 def invoke(world: LocalWorld, function: str, event_file: str | None, build_dir: str) -> int:
     from brokersync.ledger.schema import load_template  # noqa: PLC0415
     from brokersync_local.built_functions import SAMPLE_EVENTS, invoke_built, runtime_python  # noqa: PLC0415
@@ -72,12 +83,13 @@ def invoke(world: LocalWorld, function: str, event_file: str | None, build_dir: 
     env_vars_file = world.state_dir / SAM_ENV_VARS
     if not env_vars_file.exists():
         raise LocalWorldError(f"{env_vars_file} is missing: run brokersync local deploy first")
-    if function not in SAMPLE_EVENTS and event_file is None:
-        raise LocalWorldError(f"no sample event for {function!r}; functions: {', '.join(sorted(SAMPLE_EVENTS))}")
+    if function not in SAMPLE_EVENTS:
+        names = ", ".join(sorted(SAMPLE_EVENTS))
+        raise LocalWorldError(f"no function {function!r} in the template; functions: {names}")
     python = runtime_python()
     if python is None:
         raise LocalWorldError("python3.13 (the functions' runtime) is not installed")
-    event = json.loads(Path(event_file or SAMPLE_EVENTS[function]).read_text(encoding="utf-8"))
+    event = read_event(Path(event_file or SAMPLE_EVENTS[function]))
     outcome = invoke_built(
         Path(build_dir), load_template(TEMPLATE), function, event, json.loads(env_vars_file.read_text()),
         python=python, region=world.read_env()["aws"]["region"], refs={"PairName": PAIR_NAME},
