@@ -1,8 +1,10 @@
 """The purge task of the DR-side Step Functions loop: remove consumed messages from DR queues.
 
 The task loops inside for up to BROKERSYNC_PURGE_MAX_SECONDS so one state transition buys
-many removals; it returns whether anything is still pending, which the state machine uses
-to choose between an immediate repeat and a short wait.
+many removals; it returns ``idle`` only when it stopped early for want of work, which the
+state machine uses to choose between an immediate repeat and a short wait. An invocation that
+used its whole time is repeated at once, even when its last round left nothing pending: a
+wait there would hold every key consumed during it a second longer at each invocation's end.
 
 It keeps looping through idle rounds too (polling every 0.2 s) instead of returning at the
 first empty round: three state transitions cost about eleven times a second of this
@@ -135,7 +137,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "missing": sum(r.missing for r in reports),
         "pending": pending,
         "rounds": max(r.rounds for r in reports),
-        "idle": pending == 0,
+        "idle": all(r.returned_idle for r in reports),
         "iteration": iteration,
         "brokers": [d.broker.name for d in standing.duties],
         "epoch": standing.epoch,

@@ -128,8 +128,15 @@ class QueueReport:
 
 @dataclass
 class PurgeReport:
+    """What a run did, per queue, and whether it ended early for want of work.
+
+    ``returned_idle`` is set only by a run told to stop when idle (``stop_when_idle``) that did:
+    a run that used its whole time did not return idle, whatever its last round found.
+    """
+
     queues: dict[str, QueueReport] = field(default_factory=dict)
     rounds: int = 0
+    returned_idle: bool = False
 
     @property
     def purged(self) -> int:
@@ -315,7 +322,10 @@ class PurgeService:
                 _pause(min(self.settings.idle_sleep_s, self.settings.hold_partial_s / 6), stop)
             elif progress == 0:
                 self._emit_depths_when_due()
-                if (stop_when_idle and report.pending == 0) or stop_when_stalled:
+                if stop_when_idle and report.pending == 0:
+                    report.returned_idle = True
+                    break
+                if stop_when_stalled:
                     break
                 _pause(min(self.settings.idle_sleep_s, max(0.0, deadline - time.monotonic())), stop)
             elif caught_up and not (stop_when_idle or stop_when_stalled):

@@ -430,6 +430,30 @@ def test_mirror_queues_are_never_purged(topology_path: Path) -> None:
     assert set(report.queues) == {"ORDERS", "PAYMENTS"}
 
 
+def test_a_run_told_to_stop_when_idle_that_finds_nothing_returns_idle(topology_path: Path) -> None:
+    service, _ = _service(topology_path, FakeDR())
+
+    report = service.run(max_seconds=5, stop_when_idle=True)
+
+    assert report.returned_idle
+
+
+def test_a_run_that_used_its_whole_time_does_not_return_idle_though_nothing_is_left_pending(
+    topology_path: Path,
+) -> None:
+    """The purge loop repeats such a run at once: a short wait after it would hold every key
+    consumed during the wait a second longer, at every invocation's end."""
+    consumed = _consumed(3)
+    dr = FakeDR(present={c.message_id for c in consumed})
+    service, ledger = _service(topology_path, dr)
+    ledger.record("ORDERS", consumed)
+
+    report = service.run(max_seconds=0.3)
+
+    assert (report.purged, report.pending) == (3, 0)
+    assert not report.returned_idle
+
+
 def test_every_round_reports_pending_purge_even_with_nothing_pending(topology_path: Path) -> None:
     """The DR stack's purge-loop-silent alarm counts these reports: an idle loop must not look dead."""
     metrics = RecordingMetrics()
