@@ -50,7 +50,7 @@ LEDGER = ledger_from_env()
 #: The purge acts only while this region's broker purges some queue and sync runs (the role
 #: record): the DR broker, and the primary for active-active queues consumed on DR (brokersync.sides).
 GATE = RoleGate(role_store(), TOPOLOGY, "dr", role_region_from_env(), per_queue=True)
-MAX_SECONDS = float(os.environ.get(ENV_PURGE_MAX_SECONDS, DEFAULT_PURGE_MAX_SECONDS))
+MAX_SECONDS = seconds_setting(ENV_PURGE_MAX_SECONDS) or DEFAULT_PURGE_MAX_SECONDS
 _MISSING_AFTER_S = seconds_setting(ENV_PURGE_MISSING_AFTER_S)
 SETTINGS = PurgeSettings(missing_after=timedelta(seconds=_MISSING_AFTER_S)) if _MISSING_AFTER_S else PurgeSettings()
 #: Kept across the warm environment's invocations (one per broker purged), so that sweeps keep their pace.
@@ -137,7 +137,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         "missing": sum(r.missing for r in reports),
         "pending": pending,
         "rounds": max(r.rounds for r in reports),
-        "idle": all(r.returned_idle for r in reports),
+        # A run that did no round (an invocation with less than its margin left) is idle too:
+        # repeated at once, it would be a loop of invocations doing nothing.
+        "idle": all(r.returned_idle or r.rounds == 0 for r in reports),
         "iteration": iteration,
         "brokers": [d.broker.name for d in standing.duties],
         "epoch": standing.epoch,
