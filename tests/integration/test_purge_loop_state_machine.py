@@ -32,17 +32,7 @@ BUDGET_S = 2
 def test_the_state_machine_removes_exactly_the_recorded_messages_from_dr(
     started_with: dict[str, Any], world: LocalWorld, dr: StompConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = world.read_env()
-    endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
-    machines = deploy(
-        world.topology,
-        world.state_dir,
-        endpoint,
-        region,
-        overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": str(BUDGET_S)}},
-    )
-    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
-        monkeypatch.setenv(name, value)
+    endpoint, region, machines = _deploy(world, monkeypatch)
     keys = [str(ULID()) for _ in range(40)]
     produce(dr, "ORDERS", [("on DR", {"correlation-id": key}) for key in keys])
     ids = {f.headers["correlation-id"]: f.headers["message-id"] for f in browse(dr, "ORDERS")}
@@ -85,17 +75,7 @@ def test_an_invocation_that_used_its_whole_time_is_followed_by_the_next_without_
     """The short wait is for an invocation that returned early with nothing to do. After one that
     looped through its whole budget, a wait would leave every key consumed during it on DR a
     second longer at each invocation's end: a lag p99 over a second at any steady rate."""
-    env = world.read_env()
-    endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
-    machines = deploy(
-        world.topology,
-        world.state_dir,
-        endpoint,
-        region,
-        overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": str(BUDGET_S)}},
-    )
-    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
-        monkeypatch.setenv(name, value)
+    endpoint, region, machines = _deploy(world, monkeypatch)
     sfn = boto3.client("stepfunctions", endpoint_url=endpoint, region_name=region)
 
     execution = sfn.start_execution(stateMachineArn=machines["PurgeLoopStateMachine"], input="{}")
@@ -137,3 +117,19 @@ def _stop_loop(sfn: Any, execution_arn: str) -> None:
     """
     sfn.stop_execution(executionArn=execution_arn)
     time.sleep(BUDGET_S + 2)
+
+
+def _deploy(world: LocalWorld, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, dict[str, str]]:
+    """What sam deploy creates, into the world's moto, with the purge invocation's budget short."""
+    env = world.read_env()
+    endpoint, region = env["aws"]["endpoint"], env["aws"]["region"]
+    machines = deploy(
+        world.topology,
+        world.state_dir,
+        endpoint,
+        region,
+        overrides={"PurgeDrFunction": {"BROKERSYNC_PURGE_MAX_SECONDS": str(BUDGET_S)}},
+    )
+    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
+        monkeypatch.setenv(name, value)
+    return endpoint, region, machines
