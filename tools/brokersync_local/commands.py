@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from brokersync.text_files import read_text_file
 from brokersync.topology import load_topology
 from brokersync_local.errors import LocalWorldError
 from brokersync_local.world import LocalWorld, WorldPorts, ports_from_env
+
+#: The largest event a synchronous Lambda invocation takes (6 MB).
+LAMBDA_PAYLOAD_BYTES = 6 << 20
 
 
 def world_from_args(args: argparse.Namespace) -> LocalWorld:
@@ -66,12 +70,15 @@ def deploy_into(world: LocalWorld) -> Path:
 
 
 def read_event(path: Path) -> Any:
-    """The event a function is invoked with: any JSON document, as ``sam local invoke --event`` takes."""
+    """The event a function is invoked with: any JSON document, as ``sam local invoke --event`` takes.
+
+    Read as every file a user names is (:func:`read_text_file`), bounded by what Lambda takes.
+    """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text_file(path, limit=LAMBDA_PAYLOAD_BYTES))
     except OSError as e:
         raise LocalWorldError(f"cannot read the event file {path}: {e.strerror or e}") from e
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+    except ValueError as e:  # larger than Lambda takes, not UTF-8, or not JSON
         raise LocalWorldError(f"the event file {path} is not JSON: {e}") from e
 
 

@@ -37,6 +37,11 @@ def test_an_event_file_that_is_not_text_is_refused(tmp_path: Path) -> None:
         read_event(event)
 
 
+def test_an_endless_event_file_is_refused_at_what_lambda_takes_not_read_until_memory_runs_out() -> None:
+    with pytest.raises(LocalWorldError, match=r"/dev/zero is not JSON: larger than 6,291,456 bytes"):
+        read_event(Path("/dev/zero"))
+
+
 def test_any_json_document_is_an_event_as_sam_local_invoke_takes_it(tmp_path: Path) -> None:
     event = tmp_path / "list.json"
     event.write_text('[1, "two"]')
